@@ -1,0 +1,3 @@
+from mqoe.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""analysis layer (see spec 00)."""

@@ -1,0 +1,1 @@
+"""apps layer (see spec 00)."""

@@ -1,0 +1,137 @@
+"""Benchmarks (not timed tests): engine events per second, simulated seconds per wall second.
+
+``make bench`` (bench/run.py) and ``mqoe bench`` print the figures and their ratio to the
+recorded baseline in ``baseline.json`` (the machine and date are stored with it). Timing
+assertions never live in the test suite.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+from mqoe.engine import Environment, Event
+
+BASELINE_FILE = Path(__file__).with_name("baseline.json")
+
+
+def _best_of(repeats: int, fn: Callable[[], float]) -> float:
+    """The best (highest) rate of a few repeats: the least disturbed measurement."""
+    return max(fn() for _ in range(repeats))
+
+
+def engine_callbacks_per_second(n_events: int = 200_000) -> float:
+    """Raw kernel: self-rescheduling callbacks, 64 chains interleaved in the heap."""
+    env = Environment(0)
+    remaining = [n_events]
+
+    def tick(delay: int) -> None:
+        if remaining[0] > 0:
+            remaining[0] -= 1
+            env.schedule(delay, tick, delay)
+
+    for chain in range(64):
+        env.schedule(chain, tick, 1000 + chain)
+    start = time.perf_counter()
+    env.run()
+    return n_events / (time.perf_counter() - start)
+
+
+def engine_process_events_per_second(n_processes: int = 64, n_steps: int = 2_000) -> float:
+    """Generator processes waiting on timeouts (the style models are written in)."""
+    env = Environment(0)
+
+    def proc(delay: int) -> Generator[Event, None, None]:
+        for _ in range(n_steps):
+            yield env.timeout(delay)
+
+    for i in range(n_processes):
+        env.process(proc(1000 + i))
+    start = time.perf_counter()
+    env.run()
+    return n_processes * n_steps / (time.perf_counter() - start)
+
+
+def simpy_process_events_per_second(n_processes: int = 64, n_steps: int = 2_000) -> float | None:
+    """The same workload on SimPy (the baseline of docs/decisions/0001-engine.md)."""
+    try:
+        import simpy
+    except ImportError:
+        return None
+    env = simpy.Environment()
+
+    def proc(delay: int) -> Generator[Any, None, None]:
+        for _ in range(n_steps):
+            yield env.timeout(delay)
+
+    for i in range(n_processes):
+        env.process(proc(1000 + i))
+    start = time.perf_counter()
+    env.run()
+    return n_processes * n_steps / (time.perf_counter() - start)
+
+
+def frame_deadlines_speed(sim_seconds: float = 20.0) -> float:
+    """Simulated seconds per wall second: a 4-core phone (nokia-1) with 8 threads
+    (a 60 fps frame thread, 6 fair hogs, a 100 Hz real-time burst thread)."""
+    from mqoe.device.profiles import load_profile
+    from mqoe.workloads.runner import run_scenario
+
+    profile = load_profile("nokia-1")
+    overrides = {"duration_s": str(sim_seconds), "hogs": "6", "rt_burst_mcycles": "1"}
+    start = time.perf_counter()
+    record = run_scenario("frame-deadlines", profile, 1, overrides)
+    return record.sim_duration_s / (time.perf_counter() - start)
+
+
+def measure(quick: bool = False) -> dict[str, float]:
+    repeats = 1 if quick else 3
+    scale = 4 if quick else 1
+    figures = {
+        "engine_callbacks_per_s": _best_of(
+            repeats, lambda: engine_callbacks_per_second(200_000 // scale)
+        ),
+        "engine_process_events_per_s": _best_of(
+            repeats, lambda: engine_process_events_per_second(64, 2_000 // scale)
+        ),
+        "frame_deadlines_sim_s_per_wall_s": _best_of(
+            repeats, lambda: frame_deadlines_speed(20.0 / scale)
+        ),
+    }
+    simpy_rate = simpy_process_events_per_second(64, 2_000 // scale)
+    if simpy_rate is not None:
+        figures["simpy_process_events_per_s"] = simpy_rate
+    return figures
+
+
+def load_baseline() -> dict[str, Any]:
+    if not BASELINE_FILE.exists():
+        return {}
+    data: dict[str, Any] = json.loads(BASELINE_FILE.read_text())
+    return data
+
+
+def report(figures: dict[str, float], baseline: dict[str, Any]) -> list[str]:
+    """Lines: each figure, and its ratio to the baseline (and ours vs SimPy)."""
+    recorded = baseline.get("figures", {})
+    lines = [f"machine: {platform.machine()} python {platform.python_version()}"]
+    if baseline:
+        lines.append(f"baseline: {baseline.get('recorded', '?')} on {baseline.get('machine', '?')}")
+    for name, value in figures.items():
+        line = f"{name:36s} {value:14,.0f}"
+        if name in recorded and recorded[name]:
+            line += f"   x{value / recorded[name]:.2f} vs baseline"
+        lines.append(line)
+    ours = figures.get("engine_process_events_per_s")
+    simpy_rate = figures.get("simpy_process_events_per_s")
+    if ours and simpy_rate:
+        lines.append(f"{'mqoe engine vs SimPy (processes)':36s} {ours / simpy_rate:14.2f}x")
+    return lines
+
+
+def run_all(quick: bool = False) -> list[str]:
+    return report(measure(quick), load_baseline())

@@ -1,0 +1,830 @@
+"""CPU model: big.LITTLE clusters, Linux-like real-time and CFS scheduling, accounting.
+
+Work is measured in *reference cycles* (cycles of a Cortex-A53, see
+``profiles/core_types.toml``); a core retires ``freq_GHz × ipc_factor`` of them per ns, so
+the same work takes longer on a LITTLE core.
+
+Scheduling follows the Linux kernel in the parts that shape QoE:
+
+* **Classes.** ``RealTime(priority)`` (SCHED_FIFO: runs until it sleeps; a higher priority
+  preempts at once) above ``Fair(nice)`` (CFS: weight from ``sched_prio_to_weight``).
+* **CFS.** Per-core run queues ordered by vruntime (ns of run time × 1024 / weight); the
+  running thread is preempted when it has used its slice (``sched_latency`` split by
+  weight, at least ``min_granularity``) and another thread is queued; a waking thread
+  preempts when it is ``wakeup_granularity`` behind; sleepers get at most half a latency
+  of credit (GENTLE_FAIR_SLEEPERS).
+* **Placement.** A waking fair thread takes an idle allowed core (its previous core first,
+  then its previous cluster), else stays on its previous core, as select_idle_sibling
+  does; a new thread goes to the least-loaded allowed core (fork balancing). A waking RT
+  thread stays on its previous core unless a higher-or-equal RT thread runs there
+  (select_task_rq_rt), else takes the lowest-priority allowed core.
+* **Balancing (idealised).** A core going idle pulls queued RT threads of others first,
+  then a fair thread from the busiest core (newidle balance); a preempted thread moves to
+  an idle allowed core at once. The kernel does this within a few ms; here it is
+  immediate, which keeps the invariant "no allowed core idle while a thread waits".
+  There is no periodic balancing among busy cores yet: a thread stays where it is
+  until an idle core appears (the kernel's periodic balancer would even out weighted
+  load over tens of ms).
+
+Not modelled yet: frequency governors (``performance`` only: max clock), RT throttling,
+SCHED_RR, EAS energy-aware placement, cgroup CPU shares.
+
+Per-thread accounting splits wall time into Running, Runnable, Runnable (Preempted),
+Sleeping and Blocked on I/O, as Perfetto does. Every involuntary switch is logged in
+:class:`PreemptionLog` with the victim's wait until it ran again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from mqoe.device.profiles import DeviceProfile, core_ipc_factor
+from mqoe.engine import Environment, Event, Timer
+
+# kernel/sched/core.c sched_prio_to_weight[]: nice -20 … 19 → CFS load weight.
+NICE_TO_WEIGHT = (
+    88761, 71755, 56483, 46273, 36291,
+    29154, 23254, 18705, 14949, 11916,
+    9548, 7620, 6100, 4904, 3906,
+    3121, 2501, 1991, 1586, 1277,
+    1024, 820, 655, 526, 423,
+    335, 272, 215, 172, 137,
+    110, 87, 70, 56, 45,
+    36, 29, 23, 18, 15,
+)  # fmt: skip
+NICE_0_WEIGHT = 1024
+_DONE_EPS_CYCLES = 1e-6  # work below this is complete (float round-off of rate × time)
+_NEVER = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class Fair:
+    """SCHED_NORMAL (CFS) with a nice value in −20…19."""
+
+    nice: int = 0
+
+    def __post_init__(self) -> None:
+        if not -20 <= self.nice <= 19:
+            raise ValueError(f"nice must be in -20..19, got {self.nice}")
+
+    @property
+    def weight(self) -> int:
+        return NICE_TO_WEIGHT[self.nice + 20]
+
+
+@dataclass(frozen=True, slots=True)
+class RealTime:
+    """SCHED_FIFO with a priority in 1…99 (higher runs first, as in sched_setscheduler)."""
+
+    priority: int = 50
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.priority <= 99:
+            raise ValueError(f"RT priority must be in 1..99, got {self.priority}")
+
+
+SchedPolicy = Fair | RealTime
+
+
+def parse_cpuset(text: str, n_cores: int) -> tuple[int, ...] | None:
+    """Parse a cpuset list like ``"0-3,6"`` (as in /dev/cpuset/*/cpus); "" or "all" → None."""
+    text = text.strip()
+    if text in ("", "all"):
+        return None
+    cores: set[int] = set()
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            first, last = int(lo), int(hi) if sep else int(lo)
+        except ValueError:
+            raise ValueError(f"cpuset {text!r}: expected a list like 0-3,6") from None
+        if first > last:
+            raise ValueError(f"cpuset {text!r}: range {part!r} runs backwards")
+        cores.update(range(first, last + 1))
+    if max(cores) >= n_cores:
+        raise ValueError(f"cpuset {text!r}: this phone has cores 0-{n_cores - 1}")
+    return tuple(sorted(cores))
+
+
+class ThreadState(IntEnum):
+    RUNNING = 0
+    RUNNABLE = 1
+    RUNNABLE_PREEMPTED = 2
+    SLEEPING = 3
+    BLOCKED_IO = 4
+    DEAD = 5
+
+
+class PreemptKind(IntEnum):
+    RT = 0  # a real-time thread took the core
+    WAKEUP = 1  # a waking fair thread was far enough behind in vruntime
+    SLICE = 2  # the running fair thread used up its slice
+
+
+@dataclass(frozen=True, slots=True)
+class SchedSwitch:
+    """Trace record, like ftrace's sched_switch (``prev_state`` a :class:`ThreadState`)."""
+
+    time_ns: int
+    core: int
+    prev_tid: int
+    prev_state: int
+    next_tid: int
+
+
+class Thread:
+    """A schedulable thread. Created by :meth:`Cpu.thread`; give it work with :meth:`Cpu.run`."""
+
+    __slots__ = (
+        "_core",
+        "_done",
+        "_last_core",
+        "_preempted_idx",
+        "_preemptor_idx",
+        "_remaining",
+        "_run_start",
+        "_seq",
+        "_since",
+        "_update",
+        "_vruntime",
+        "allowed",
+        "name",
+        "nice",
+        "process",
+        "rt_prio",
+        "state",
+        "state_ns",
+        "tid",
+        "weight",
+    )
+
+    def __init__(
+        self, tid: int, name: str, process: str, policy: SchedPolicy, allowed: tuple[int, ...]
+    ) -> None:
+        self.tid = tid
+        self.name = name
+        self.process = process
+        self.allowed = allowed
+        self.rt_prio = 0
+        self.nice = 0
+        self.weight = NICE_0_WEIGHT
+        self._set_policy(policy)
+        self.state = ThreadState.SLEEPING
+        self.state_ns = [0, 0, 0, 0, 0]
+        self._since = 0
+        self._core: Core | None = None  # queued or running there
+        self._last_core: Core | None = None
+        self._vruntime = 0.0
+        self._remaining = 0.0
+        self._done: Event | None = None
+        self._run_start = 0
+        self._update = 0
+        self._seq = 0
+        self._preempted_idx = -1
+        self._preemptor_idx = -1
+
+    def _set_policy(self, policy: SchedPolicy) -> None:
+        if isinstance(policy, RealTime):
+            self.rt_prio, self.nice, self.weight = policy.priority, 0, NICE_0_WEIGHT
+        else:
+            self.rt_prio, self.nice, self.weight = 0, policy.nice, policy.weight
+
+    @property
+    def policy(self) -> SchedPolicy:
+        return RealTime(self.rt_prio) if self.rt_prio else Fair(self.nice)
+
+    @property
+    def busy(self) -> bool:
+        """True while the thread has work (running or runnable)."""
+        return self._done is not None
+
+    def __repr__(self) -> str:
+        return f"Thread({self.tid}, {self.name!r}, {self.state.name})"
+
+
+class Core:
+    __slots__ = (
+        "_timer",
+        "cfs",
+        "cid",
+        "cluster",
+        "current",
+        "fair_weight",
+        "min_vruntime",
+        "rate",
+        "rt",
+    )
+
+    def __init__(self, cid: int, cluster: str, rate_cycles_per_ns: float) -> None:
+        self.cid = cid
+        self.cluster = cluster
+        self.rate = rate_cycles_per_ns
+        self.current: Thread | None = None
+        self.rt: list[Thread] = []  # queued RT threads (not the current one)
+        self.cfs: list[Thread] = []  # queued fair threads (not the current one)
+        self.fair_weight = 0  # weights of queued + running fair threads
+        self.min_vruntime = 0.0
+        self._timer: Timer | None = None
+
+    def __repr__(self) -> str:
+        return f"Core({self.cid}, {self.cluster}, current={self.current})"
+
+
+class PreemptionLog:
+    """Columnar log of involuntary switches (who preempted whom, for how long)."""
+
+    __slots__ = ("core", "kind", "preemptor", "preemptor_run_ns", "time_ns", "victim", "wait_ns")
+
+    def __init__(self) -> None:
+        self.time_ns: list[int] = []
+        self.core: list[int] = []
+        self.victim: list[int] = []
+        self.preemptor: list[int] = []
+        self.kind: list[int] = []
+        self.wait_ns: list[int] = []  # until the victim ran again; -1 if it never did
+        self.preemptor_run_ns: list[int] = []  # the preemptor's run on that core; -1 if open
+
+    def __len__(self) -> int:
+        return len(self.time_ns)
+
+    def _add(self, time_ns: int, core: int, victim: int, preemptor: int, kind: int) -> int:
+        self.time_ns.append(time_ns)
+        self.core.append(core)
+        self.victim.append(victim)
+        self.preemptor.append(preemptor)
+        self.kind.append(kind)
+        self.wait_ns.append(-1)
+        self.preemptor_run_ns.append(-1)
+        return len(self.time_ns) - 1
+
+    def rows(self) -> dict[str, list[int]]:
+        return {
+            "time_ns": self.time_ns,
+            "core": self.core,
+            "victim_tid": self.victim,
+            "preemptor_tid": self.preemptor,
+            "kind": self.kind,
+            "victim_wait_ns": self.wait_ns,
+            "preemptor_run_ns": self.preemptor_run_ns,
+        }
+
+
+class Cpu:
+    """The phone's cores and scheduler. Public surface: ``thread``, ``run``, ``set_io_wait``,
+    ``set_affinity``, ``set_policy``, ``exit``, ``thread_table``, ``preemptions``."""
+
+    def __init__(self, env: Environment, profile: DeviceProfile) -> None:
+        self.env = env
+        spec = profile.cpu
+        self.cores: list[Core] = []
+        self.clusters: dict[str, tuple[int, ...]] = {}
+        for cluster in spec.clusters:
+            rate = cluster.max_freq_mhz * 1e-3 * core_ipc_factor(cluster)
+            first = len(self.cores)
+            for _ in range(cluster.cores):
+                self.cores.append(Core(len(self.cores), cluster.name, rate))
+            self.clusters[cluster.name] = tuple(range(first, len(self.cores)))
+        self.latency_ns = spec.sched_latency_ns
+        self.min_granularity_ns = spec.sched_min_granularity_ns
+        self.wakeup_granularity_ns = spec.sched_wakeup_granularity_ns
+        self.threads: list[Thread] = []
+        self.preemptions = PreemptionLog()
+        self._all = tuple(range(len(self.cores)))
+        self._n_idle = len(self.cores)
+        self._n_rt_queued = 0
+        self._n_cfs_queued = 0
+        self._seq = 0
+
+    # -- public API -------------------------------------------------------------------
+    def thread(
+        self,
+        name: str,
+        policy: SchedPolicy | None = None,
+        *,
+        process: str = "",
+        cpus: tuple[int, ...] | list[int] | None = None,
+    ) -> Thread:
+        """Create a sleeping thread. ``cpus`` is its affinity (cpuset); None = all cores."""
+        allowed = self._check_cpus(cpus)
+        thread = Thread(len(self.threads) + 1, name, process or name, policy or Fair(), allowed)
+        thread._since = self.env.now
+        self.threads.append(thread)
+        return thread
+
+    def run(self, thread: Thread, cycles: float) -> Event:
+        """Give a sleeping thread ``cycles`` reference cycles of work; the event fires when done.
+
+        ``cycles=math.inf`` is a busy loop: the thread stays runnable until it exits.
+        """
+        if thread.state == ThreadState.DEAD:
+            raise RuntimeError(f"{thread!r} has exited")
+        if thread._done is not None:
+            raise RuntimeError(f"{thread!r} already has work; wait for its event first")
+        done = Event(self.env)
+        if cycles <= 0:
+            return done.succeed()
+        thread._remaining = float(cycles)
+        thread._done = done
+        self._wake(thread)
+        return done
+
+    def set_io_wait(self, thread: Thread, waiting: bool) -> None:
+        """Mark a sleeping thread as blocked on I/O (D state) or back to plain sleeping."""
+        if thread._done is not None or thread.state == ThreadState.DEAD:
+            raise RuntimeError(f"{thread!r} is not sleeping; only a sleeping thread waits on I/O")
+        self._set_state(thread, ThreadState.BLOCKED_IO if waiting else ThreadState.SLEEPING)
+
+    def set_affinity(self, thread: Thread, cpus: tuple[int, ...] | list[int] | None) -> None:
+        """Change a thread's cpuset; a thread on a core it may no longer use moves at once."""
+        thread.allowed = self._check_cpus(cpus)
+        core = thread._core
+        if core is None or core.cid in thread.allowed:
+            return
+        if core.current is thread:
+            self._update_curr(core)
+            self._put_prev(core, ThreadState.RUNNABLE)
+            self._dequeue(core, thread)
+            self._place(thread)
+            if core.current is None:
+                self._pick_next(core)
+        else:
+            self._dequeue(core, thread)
+            self._place(thread)
+
+    def set_policy(self, thread: Thread, policy: SchedPolicy) -> None:
+        """Change scheduling class or nice (sched_setscheduler / setpriority)."""
+        core = thread._core
+        if core is None:
+            thread._set_policy(policy)
+            return
+        if core.current is thread:
+            self._update_curr(core)
+            self._put_prev(core, ThreadState.RUNNABLE)
+        self._dequeue(core, thread)
+        thread._set_policy(policy)
+        self._place(thread)
+        if core.current is None:
+            self._pick_next(core)
+
+    def exit(self, thread: Thread) -> None:
+        """The thread dies (process killed): it leaves the CPU; its pending work never ends."""
+        if thread.state == ThreadState.DEAD:
+            return
+        core = thread._core
+        if core is not None:
+            if core.current is thread:
+                self._update_curr(core)
+                self._put_prev(core, ThreadState.RUNNABLE)
+            self._dequeue(core, thread)
+            thread._last_core = core
+            if core.current is None:
+                self._pick_next(core)
+        thread._done = None
+        thread._remaining = 0.0
+        self._set_state(thread, ThreadState.DEAD)
+
+    def finish(self) -> None:
+        """Close the books at the current time (call once after ``env.run``)."""
+        for core in self.cores:
+            if core.current is not None:
+                self._update_curr(core)
+        now = self.env.now
+        for thread in self.threads:
+            if thread.state != ThreadState.DEAD:
+                thread.state_ns[thread.state] += now - thread._since
+                thread._since = now
+
+    def thread_table(self) -> list[dict[str, Any]]:
+        """Per-thread identity and state times in ns (call after :meth:`finish`)."""
+        rows = []
+        for t in self.threads:
+            rows.append(
+                {
+                    "tid": t.tid,
+                    "thread": t.name,
+                    "process": t.process,
+                    "policy": "rt" if t.rt_prio else "fair",
+                    "priority": t.rt_prio if t.rt_prio else t.nice,
+                    "running_ns": t.state_ns[ThreadState.RUNNING],
+                    "runnable_ns": t.state_ns[ThreadState.RUNNABLE],
+                    "runnable_preempted_ns": t.state_ns[ThreadState.RUNNABLE_PREEMPTED],
+                    "sleeping_ns": t.state_ns[ThreadState.SLEEPING],
+                    "blocked_io_ns": t.state_ns[ThreadState.BLOCKED_IO],
+                }
+            )
+        return rows
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if the scheduler state is inconsistent (used by tests)."""
+        for core in self.cores:
+            cur = core.current
+            if cur is not None:
+                assert cur.state == ThreadState.RUNNING and cur._core is core, cur
+                assert core.cid in cur.allowed, f"{cur!r} runs on disallowed core {core.cid}"
+            weight = sum(t.weight for t in core.cfs)
+            weight += cur.weight if cur is not None and not cur.rt_prio else 0
+            assert weight == core.fair_weight, (core, weight, core.fair_weight)
+            for queued in core.rt + core.cfs:
+                assert queued._core is core and queued.state in (
+                    ThreadState.RUNNABLE,
+                    ThreadState.RUNNABLE_PREEMPTED,
+                ), queued
+                assert core.cid in queued.allowed, queued
+                for cid in queued.allowed:
+                    other = self.cores[cid].current
+                    assert other is not None, f"core {cid} idle while {queued!r} waits"
+                    if queued.rt_prio:
+                        assert other.rt_prio >= queued.rt_prio, (
+                            f"{queued!r} waits while core {cid} runs {other!r}"
+                        )
+        assert self._n_idle == sum(c.current is None for c in self.cores)
+        assert self._n_rt_queued == sum(len(c.rt) for c in self.cores)
+        assert self._n_cfs_queued == sum(len(c.cfs) for c in self.cores)
+
+    # -- state and accounting ---------------------------------------------------------
+    def _check_cpus(self, cpus: tuple[int, ...] | list[int] | None) -> tuple[int, ...]:
+        if cpus is None:
+            return self._all
+        allowed = tuple(sorted(set(cpus)))
+        if not allowed or allowed[0] < 0 or allowed[-1] >= len(self.cores):
+            raise ValueError(f"cpuset {list(cpus)} is empty or outside cores 0..{len(self.cores) - 1}")
+        return allowed
+
+    def _set_state(self, thread: Thread, state: ThreadState) -> None:
+        now = self.env.now
+        if thread.state != ThreadState.DEAD:
+            thread.state_ns[thread.state] += now - thread._since
+        thread.state = state
+        thread._since = now
+
+    def _update_curr(self, core: Core) -> None:
+        """Charge the running thread for the time since its last update (update_curr)."""
+        cur = core.current
+        assert cur is not None
+        now = self.env.now
+        delta = now - cur._update
+        if delta <= 0:
+            return
+        cur._update = now
+        cur._remaining -= delta * core.rate
+        if not cur.rt_prio:
+            cur._vruntime += delta * NICE_0_WEIGHT / cur.weight
+            self._update_min_vruntime(core)
+
+    @staticmethod
+    def _update_min_vruntime(core: Core) -> None:
+        cur = core.current
+        lowest = cur._vruntime if cur is not None and not cur.rt_prio else math.inf
+        for t in core.cfs:
+            if t._vruntime < lowest:
+                lowest = t._vruntime
+        if lowest != math.inf and lowest > core.min_vruntime:
+            core.min_vruntime = lowest
+
+    # -- run queues -------------------------------------------------------------------
+    def _enqueue(self, core: Core, thread: Thread, state: ThreadState) -> None:
+        self._seq += 1
+        thread._seq = self._seq
+        thread._core = core
+        thread._last_core = core
+        if thread.rt_prio:
+            core.rt.append(thread)
+            self._n_rt_queued += 1
+        else:
+            core.cfs.append(thread)
+            self._n_cfs_queued += 1
+            core.fair_weight += thread.weight
+        self._set_state(thread, state)
+
+    def _dequeue(self, core: Core, thread: Thread) -> None:
+        """Take a queued thread off its core's queue (and its fair weight off the core)."""
+        if thread.rt_prio:
+            core.rt.remove(thread)
+            self._n_rt_queued -= 1
+        else:
+            core.cfs.remove(thread)
+            self._n_cfs_queued -= 1
+            core.fair_weight -= thread.weight
+        thread._core = None
+
+    def _migrate_vruntime(self, thread: Thread, dest: Core) -> None:
+        source = thread._core or thread._last_core
+        if source is not None and source is not dest and not thread.rt_prio:
+            thread._vruntime += dest.min_vruntime - source.min_vruntime
+
+    # -- wake-up and placement --------------------------------------------------------
+    def _wake(self, thread: Thread) -> None:
+        if thread.rt_prio:
+            self._place_rt(thread)
+            return
+        core = self._select_fair_core(thread)
+        self._migrate_vruntime(thread, core)
+        # GENTLE_FAIR_SLEEPERS: at most half a latency of credit for having slept.
+        thread._vruntime = max(thread._vruntime, core.min_vruntime - self.latency_ns / 2)
+        self._place_fair(thread, core, waking=True)
+
+    def _place(self, thread: Thread) -> None:
+        """Put a runnable thread that is on no queue where it should run (no sleeper credit)."""
+        if thread.rt_prio:
+            self._place_rt(thread)
+            return
+        core = self._select_fair_core(thread)
+        self._migrate_vruntime(thread, core)
+        self._place_fair(thread, core, waking=False)
+
+    def _place_rt(self, thread: Thread) -> None:
+        core = self._select_rt_core(thread)
+        self._enqueue(core, thread, ThreadState.RUNNABLE)
+        cur = core.current
+        if cur is None:
+            self._pick_next(core)
+        elif cur.rt_prio < thread.rt_prio:
+            self._preempt(core, PreemptKind.RT)
+
+    def _place_fair(self, thread: Thread, core: Core, waking: bool) -> None:
+        self._enqueue(core, thread, ThreadState.RUNNABLE)
+        cur = core.current
+        if cur is None:
+            self._pick_next(core)
+        elif not cur.rt_prio:
+            self._update_curr(core)
+            gran = self.wakeup_granularity_ns * NICE_0_WEIGHT / thread.weight
+            if waking and cur._vruntime - thread._vruntime > gran:
+                self._preempt(core, PreemptKind.WAKEUP)
+            else:
+                self._arm(core)  # the running thread's slice shrank
+
+    def _migrate_vruntime(self, thread: Thread, dest: Core) -> None:
+        """vruntime is relative to the core a thread was last on; rebase it onto ``dest``."""
+        source = thread._last_core
+        if source is not None and source is not dest and not thread.rt_prio:
+            thread._vruntime += dest.min_vruntime - source.min_vruntime
+
+    def _select_fair_core(self, thread: Thread) -> Core:
+        """select_task_rq_fair: an idle core (the last one, then its cluster), else stay on
+        the last core (select_idle_sibling returns prev when nothing is idle); a thread
+        with no usable last core goes to the least-loaded allowed core (fork balancing)."""
+        cores = self.cores
+        last = thread._last_core
+        allowed = thread.allowed
+        if last is not None and last.cid not in allowed:
+            last = None
+        if self._n_idle:
+            if last is not None and last.current is None:
+                return last
+            fallback: Core | None = None
+            for cid in allowed:
+                core = cores[cid]
+                if core.current is None:
+                    if last is None or core.cluster == last.cluster:
+                        return core
+                    if fallback is None:
+                        fallback = core
+            if fallback is not None:
+                return fallback
+        if last is not None:
+            return last
+        best = cores[allowed[0]]
+        best_load = self._fair_load(best)
+        for cid in allowed[1:]:
+            core = cores[cid]
+            load = self._fair_load(core)
+            if load < best_load:
+                best, best_load = core, load
+        return best
+
+    @staticmethod
+    def _fair_load(core: Core) -> int:
+        # A core running an RT thread is worse than any fair load: it may run for long.
+        cur = core.current
+        return core.fair_weight + (1 << 30 if cur is not None and cur.rt_prio else 0)
+
+    def _select_rt_core(self, thread: Thread) -> Core:
+        """select_task_rq_rt: stay on the last core unless an RT thread ≥ ours runs there."""
+        last = thread._last_core
+        if last is not None and last.cid in thread.allowed:
+            cur = last.current
+            if cur is None or cur.rt_prio < thread.rt_prio:
+                return last
+        best = self._lowest_core(thread, exclude=None, below=1 << 30)
+        assert best is not None
+        return best
+
+    def _lowest_core(self, thread: Thread, exclude: Core | None, below: int) -> Core | None:
+        """find_lowest_rq: the allowed core running the lowest priority (idle lowest)."""
+        best: Core | None = None
+        best_prio = below
+        last = thread._last_core
+        for cid in thread.allowed:
+            core = self.cores[cid]
+            if core is exclude:
+                continue
+            prio = -1 if core.current is None else core.current.rt_prio
+            if prio < best_prio or (prio == best_prio and core is last):
+                best, best_prio = core, prio
+        return best
+
+    # -- switching --------------------------------------------------------------------
+    def _preempt(self, core: Core, kind: PreemptKind) -> None:
+        """The running thread is switched out while runnable; the best queued one runs."""
+        victim = core.current
+        assert victim is not None
+        self._update_curr(core)
+        if victim._remaining <= _DONE_EPS_CYCLES:
+            self._complete(core)
+            return
+        self._put_prev(core, ThreadState.RUNNABLE_PREEMPTED)
+        self._pick_next(core)
+        preemptor = core.current
+        if preemptor is not None and preemptor is not victim:
+            now = self.env.now
+            idx = self.preemptions._add(now, core.cid, victim.tid, preemptor.tid, kind)
+            victim._preempted_idx = idx
+            preemptor._preemptor_idx = idx
+        if victim.state != ThreadState.RUNNING:
+            self._rebalance(victim)
+
+    def _put_prev(self, core: Core, state: ThreadState) -> None:
+        """Switch the current thread out and back into its core's queue."""
+        prev = core.current
+        assert prev is not None
+        self._stop_running(core, prev)
+        if prev.rt_prio:
+            core.rt.append(prev)
+            self._n_rt_queued += 1
+        else:
+            core.cfs.append(prev)
+            self._n_cfs_queued += 1
+        self._seq += 1
+        prev._seq = self._seq
+        self._set_state(prev, state)
+
+    def _stop_running(self, core: Core, prev: Thread) -> None:
+        core.current = None
+        self._n_idle += 1
+        if core._timer is not None:
+            core._timer.cancel()
+            core._timer = None
+        if prev._preemptor_idx >= 0:
+            self.preemptions.preemptor_run_ns[prev._preemptor_idx] = (
+                self.env.now - prev._run_start
+            )
+            prev._preemptor_idx = -1
+        if self.env.trace.enabled:
+            self.env.trace.emit(SchedSwitch(self.env.now, core.cid, prev.tid, int(prev.state), 0))
+
+    def _rebalance(self, thread: Thread) -> None:
+        """A thread just preempted moves to an idle allowed core, or an RT one is pushed."""
+        core = thread._core
+        assert core is not None
+        if thread.rt_prio:
+            # push_rt_task: to a core running something of lower priority.
+            target = self._lowest_core(thread, exclude=core, below=thread.rt_prio)
+        elif self._n_idle:
+            target = next((self.cores[c] for c in thread.allowed if self.cores[c].current is None), None)
+        else:
+            return
+        if target is None:
+            return
+        self._dequeue(core, thread)
+        self._migrate_vruntime(thread, target)
+        self._enqueue(target, thread, thread.state)
+        if target.current is None:
+            self._pick_next(target)
+        else:
+            self._preempt(target, PreemptKind.RT)
+
+    def _pick_next(self, core: Core) -> None:
+        """Choose what an idle core runs: RT (own or pulled), then CFS (own or pulled)."""
+        assert core.current is None
+        best: Thread | None = None
+        for t in core.rt:
+            if best is None or t.rt_prio > best.rt_prio or (
+                t.rt_prio == best.rt_prio and t._seq < best._seq
+            ):
+                best = t
+        if self._n_rt_queued > len(core.rt):
+            for other in self.cores:
+                if other is core:
+                    continue
+                for t in other.rt:
+                    if core.cid in t.allowed and (
+                        best is None
+                        or t.rt_prio > best.rt_prio
+                        or (t.rt_prio == best.rt_prio and t._seq < best._seq)
+                    ):
+                        best = t
+        if best is not None:
+            source = best._core
+            assert source is not None
+            self._dequeue(source, best)
+            best._core = core
+            self._switch_in(core, best)
+            return
+        if core.cfs:
+            best = core.cfs[0]
+            for t in core.cfs:
+                if t._vruntime < best._vruntime or (
+                    t._vruntime == best._vruntime and t._seq < best._seq
+                ):
+                    best = t
+            core.cfs.remove(best)
+            self._n_cfs_queued -= 1
+            self._switch_in(core, best)
+            return
+        if self._n_cfs_queued:
+            pulled = self._pull_fair(core)
+            if pulled is not None:
+                self._switch_in(core, pulled)
+
+    def _pull_fair(self, core: Core) -> Thread | None:
+        """newidle balance: take the longest-waiting allowed thread of the busiest core."""
+        busiest: Core | None = None
+        busiest_n = 0
+        for other in self.cores:
+            if other is core:
+                continue
+            n = sum(1 for t in other.cfs if core.cid in t.allowed)
+            if n > busiest_n:
+                busiest, busiest_n = other, n
+        if busiest is None:
+            return None
+        pick: Thread | None = None
+        for t in busiest.cfs:
+            if core.cid in t.allowed and (pick is None or t._seq < pick._seq):
+                pick = t
+        assert pick is not None
+        self._dequeue(busiest, pick)
+        self._migrate_vruntime(pick, core)
+        core.fair_weight += pick.weight
+        return pick
+
+    def _switch_in(self, core: Core, thread: Thread) -> None:
+        now = self.env.now
+        core.current = thread
+        self._n_idle -= 1
+        thread._core = core
+        thread._last_core = core
+        thread._run_start = now
+        thread._update = now
+        if thread._preempted_idx >= 0:
+            log = self.preemptions
+            log.wait_ns[thread._preempted_idx] = now - log.time_ns[thread._preempted_idx]
+            thread._preempted_idx = -1
+        self._set_state(thread, ThreadState.RUNNING)
+        if self.env.trace.enabled:
+            self.env.trace.emit(SchedSwitch(now, core.cid, 0, int(ThreadState.RUNNING), thread.tid))
+        self._arm(core)
+
+    def _arm(self, core: Core) -> None:
+        """(Re)set the core's timer: work completion, or the end of the current slice."""
+        cur = core.current
+        assert cur is not None
+        now = self.env.now
+        remaining = cur._remaining
+        # Unbounded work (a busy loop) never completes; only a slice end can stop it.
+        when = now + max(1, math.ceil(remaining / core.rate)) if remaining != math.inf else _NEVER
+        if not cur.rt_prio and core.cfs:
+            n = len(core.cfs) + 1
+            period = max(self.latency_ns, n * self.min_granularity_ns)
+            ideal = period * cur.weight / core.fair_weight
+            slice_end = cur._run_start + max(int(ideal), self.min_granularity_ns)
+            when = min(when, max(slice_end, now))
+        timer = core._timer
+        if timer is not None:
+            if timer.time_ns == when:
+                return
+            timer.cancel()
+            core._timer = None
+        if when != _NEVER:
+            core._timer = self.env.schedule(when - now, self._on_timer, core)
+
+    def _on_timer(self, core: Core) -> None:
+        core._timer = None
+        cur = core.current
+        assert cur is not None
+        self._update_curr(core)
+        if cur._remaining <= _DONE_EPS_CYCLES:
+            self._complete(core)
+        elif not cur.rt_prio and core.cfs:
+            self._preempt(core, PreemptKind.SLICE)
+        else:
+            self._arm(core)
+
+    def _complete(self, core: Core) -> None:
+        """The running thread finished its work: it sleeps and its event fires."""
+        thread = core.current
+        assert thread is not None
+        self._stop_running(core, thread)
+        if not thread.rt_prio:
+            core.fair_weight -= thread.weight
+        thread._core = None
+        thread._remaining = 0.0
+        done, thread._done = thread._done, None
+        self._set_state(thread, ThreadState.SLEEPING)
+        assert done is not None
+        done.succeed()
+        self._pick_next(core)

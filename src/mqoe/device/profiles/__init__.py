@@ -1,0 +1,40 @@
+"""Device profiles: the shipped catalogue (``catalog/*.toml``) and users' own files.
+
+>>> from mqoe.device.profiles import load_profile
+>>> load_profile("nokia-1").cpu.n_cores
+4
+"""
+
+from __future__ import annotations
+
+from mqoe.device.profiles.loader import (
+    catalog_names,
+    core_ipc_factor,
+    list_profiles,
+    load_profile,
+    load_profile_file,
+)
+from mqoe.device.profiles.schema import (
+    ClusterSpec,
+    CpuSpec,
+    DeviceProfile,
+    DisplaySpec,
+    MemorySpec,
+    SchedSpec,
+    StorageSpec,
+)
+
+__all__ = [
+    "ClusterSpec",
+    "CpuSpec",
+    "DeviceProfile",
+    "DisplaySpec",
+    "MemorySpec",
+    "SchedSpec",
+    "StorageSpec",
+    "catalog_names",
+    "core_ipc_factor",
+    "list_profiles",
+    "load_profile",
+    "load_profile_file",
+]

@@ -1,0 +1,149 @@
+"""Load and validate profile TOML files with errors that name the file, line and key."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from mqoe.device.profiles.schema import ClusterSpec, CoreType, DeviceProfile
+from mqoe.errors import InputFileError, UserError
+
+M = TypeVar("M", bound=BaseModel)
+
+_HERE = Path(__file__).parent
+CATALOG_DIR = _HERE / "catalog"
+CORE_TYPES_FILE = _HERE / "core_types.toml"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such profile file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, f"cannot read: {exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = _toml_error_line(str(exc))
+        raise InputFileError(path, f"not valid TOML: {exc}", line=line) from None
+
+
+def _toml_error_line(message: str) -> int | None:
+    match = re.search(r"line (\d+)", message)
+    return int(match.group(1)) if match else None
+
+
+def _key_line(path: Path, loc: tuple[int | str, ...]) -> int | None:
+    """Best-effort line of the key a validation error points at (the last named key)."""
+    names = [part for part in loc if isinstance(part, str)]
+    if not names:
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    pattern = re.compile(rf"^\s*\"?{re.escape(names[-1])}\"?\s*=")
+    for number, line in enumerate(lines, start=1):
+        if pattern.match(line):
+            return number
+    header = re.compile(rf"^\s*\[+\s*{re.escape('.'.join(names))}\s*\]+")
+    for number, line in enumerate(lines, start=1):
+        if header.match(line):
+            return number
+    return None
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _validate(model: type[M], data: dict[str, Any], path: Path) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        got = first.get("input")
+        got_text = "" if isinstance(got, dict) else f", got {got!r}"
+        what = f"key {_format_loc(loc)}: {first['msg']}{got_text}"
+        more = len(exc.errors()) - 1
+        if more:
+            what += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise InputFileError(path, what, line=_key_line(path, loc)) from None
+
+
+@cache
+def _core_types() -> dict[str, CoreType]:
+    raw = _read_toml(CORE_TYPES_FILE)
+    return {name: _validate(CoreType, body, CORE_TYPES_FILE) for name, body in raw.items()}
+
+
+def core_ipc_factor(cluster: ClusterSpec) -> float:
+    """Reference cycles per clock of a cluster: its own override, else the core-type table."""
+    if cluster.ipc_factor is not None:
+        return cluster.ipc_factor
+    known = _core_types()
+    if cluster.core_type not in known:
+        raise UserError(
+            f"core_type {cluster.core_type!r} is not in the core-type table; give the cluster "
+            f"an explicit ipc_factor or use one of: {', '.join(sorted(known))}"
+        )
+    return known[cluster.core_type].ipc_factor
+
+
+def load_profile_file(path: str | Path) -> DeviceProfile:
+    """Load one profile file and validate it, including that its core types are known."""
+    path = Path(path)
+    profile = _validate(DeviceProfile, _read_toml(path), path)
+    for index, cluster in enumerate(profile.cpu.clusters):
+        try:
+            core_ipc_factor(cluster)
+        except UserError as exc:
+            loc = ("cpu", "clusters", index, "core_type")
+            raise InputFileError(path, str(exc), line=_key_line(path, loc)) from None
+    return profile
+
+
+@cache
+def _catalog() -> dict[str, DeviceProfile]:
+    profiles: dict[str, DeviceProfile] = {}
+    for path in sorted(CATALOG_DIR.glob("*.toml")):
+        profile = load_profile_file(path)
+        if profile.name != path.stem:
+            raise InputFileError(path, f"name {profile.name!r} must match the file name")
+        profiles[profile.name] = profile
+    return profiles
+
+
+def catalog_names() -> list[str]:
+    """Names of the shipped profiles, sorted."""
+    return sorted(_catalog())
+
+
+def list_profiles() -> list[DeviceProfile]:
+    """The shipped profiles, sorted by name."""
+    catalog = _catalog()
+    return [catalog[name] for name in sorted(catalog)]
+
+
+def load_profile(name_or_path: str | Path) -> DeviceProfile:
+    """A catalogue profile by name, or a user's profile file by path (``*.toml``)."""
+    text = str(name_or_path)
+    if text.endswith(".toml") or Path(text).is_file():
+        return load_profile_file(text)
+    catalog = _catalog()
+    if text not in catalog:
+        raise UserError(
+            f"unknown profile {text!r}; `mqoe profiles list` shows the {len(catalog)} shipped "
+            "ones, or pass a path to your own .toml file"
+        )
+    return catalog[text]

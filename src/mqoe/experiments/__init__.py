@@ -1,0 +1,26 @@
+"""Reproductions of published works, one module per work (filled by later issues).
+
+Each experiment declares the published values it is compared against, runs its
+scenarios, and writes ``metrics.csv`` (columns ``figure,profile,condition,metric,value,
+unit``; see :mod:`mqoe.results.metrics_csv`) plus figures into its output directory.
+The registry is explicit: a new work is one line in :data:`EXPERIMENTS`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+
+class Experiment(Protocol):
+    name: str
+    title: str
+
+    def reproduce(self, out_dir: Path, quick: bool) -> Path:
+        """Run the work's scenarios, write metrics.csv and figures; return metrics.csv's path."""
+        ...
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+__all__ = ["EXPERIMENTS", "Experiment"]

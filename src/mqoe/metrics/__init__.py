@@ -1,0 +1,1 @@
+"""metrics layer (see spec 00)."""

@@ -1,0 +1,1 @@
+"""policies layer (see spec 00)."""

@@ -1,0 +1,1 @@
+"""report layer (see spec 00)."""

@@ -1,0 +1,1 @@
+"""sweep layer (see spec 00)."""

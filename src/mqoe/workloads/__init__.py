@@ -1,0 +1,26 @@
+"""Workloads: scenario builders that wire apps and policies onto a phone for one run.
+
+The registry is explicit (no import-time magic): a new scenario is one line here.
+"""
+
+from __future__ import annotations
+
+from mqoe.errors import UserError
+from mqoe.workloads.base import Scenario, ScenarioOutput, Session, parse_params
+from mqoe.workloads.frame_deadlines import FrameDeadlines
+
+SCENARIOS: dict[str, Scenario] = {
+    scenario.name: scenario
+    for scenario in (FrameDeadlines(),)
+}
+
+
+def get_scenario(name: str) -> Scenario:
+    if name not in SCENARIOS:
+        raise UserError(
+            f"unknown scenario {name!r}; available: {', '.join(sorted(SCENARIOS))}"
+        )
+    return SCENARIOS[name]
+
+
+__all__ = ["SCENARIOS", "Scenario", "ScenarioOutput", "Session", "get_scenario", "parse_params"]

@@ -1,0 +1,83 @@
+"""Run one scenario on one profile with one seed, and package the result as a RunRecord.
+
+The runner owns simulated time: it advances the engine in slices so a caller can show
+progress, and it reads the wall clock (models never do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+
+from mqoe import __version__
+from mqoe.device.phone import Phone
+from mqoe.device.profiles import DeviceProfile
+from mqoe.engine import validate_seed
+from mqoe.results import RunRecord
+from mqoe.workloads import get_scenario
+from mqoe.workloads.base import params_dict, parse_params
+
+ProgressCallback = Callable[[float], None]
+_SLICES = 50  # progress updates per run
+
+
+def run_id_for(
+    scenario: str, profile: DeviceProfile, seed: int, params: Mapping[str, object]
+) -> str:
+    """A stable id from the inputs: the same inputs overwrite the same stored run."""
+    payload = json.dumps(
+        {
+            "scenario": scenario,
+            "profile": profile.model_dump(mode="json"),
+            "seed": seed,
+            "params": params,
+            "version": __version__,
+        },
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(payload.encode()).hexdigest()[:12]
+    return f"{scenario}-{profile.name}-s{seed}-{digest}"
+
+
+def run_scenario(
+    name: str,
+    profile: DeviceProfile,
+    seed: int = 0,
+    overrides: Mapping[str, str] | None = None,
+    *,
+    trace: bool = False,
+    on_progress: ProgressCallback | None = None,
+) -> RunRecord:
+    """Build, simulate and collect one run. Raises UserError for bad names or parameters."""
+    scenario = get_scenario(name)
+    seed = validate_seed(seed)
+    params = parse_params(scenario.params_type, overrides or {}, name)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    wall_start = time.perf_counter()
+    phone = Phone(profile, seed, trace=trace)
+    session = scenario.build(phone, params)
+    end_ns = session.duration_ns
+    for k in range(1, _SLICES + 1):
+        phone.env.run(end_ns * k // _SLICES)
+        if on_progress is not None:
+            on_progress(k / _SLICES)
+    phone.finish()
+    output = session.collect()
+    wall_time_s = time.perf_counter() - wall_start
+    stored_params = params_dict(params)
+    return RunRecord(
+        run_id=run_id_for(name, profile, seed, stored_params),
+        scenario=name,
+        profile=profile.name,
+        seed=seed,
+        params=stored_params,
+        mqoe_version=__version__,
+        started_utc=started,
+        wall_time_s=wall_time_s,
+        sim_duration_s=end_ns / 1e9,
+        metrics=dict(output.metrics),
+        tables=dict(output.tables),
+    )
