@@ -123,7 +123,7 @@ def report(figures: dict[str, float], baseline: dict[str, Any]) -> list[str]:
         lines.append(f"baseline: {baseline.get('recorded', '?')} on {baseline.get('machine', '?')}")
     for name, value in figures.items():
         line = f"{name:36s} {value:14,.0f}"
-        if name in recorded and recorded[name]:
+        if recorded.get(name):
             line += f"   x{value / recorded[name]:.2f} vs baseline"
         lines.append(line)
     ours = figures.get("engine_process_events_per_s")

@@ -226,7 +226,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "sim_duration_s": record.sim_duration_s,
         **{k: _jsonable(v) for k, v in record.metrics.items()},
         "tables": {
-            name: json.loads(frame.to_json(orient="records")) for name, frame in record.tables.items()
+            name: json.loads(frame.to_json(orient="records"))
+            for name, frame in record.tables.items()
             if name != "frames"
         },
         "results_dir": str(store.root),

@@ -450,7 +450,9 @@ class Cpu:
             return self._all
         allowed = tuple(sorted(set(cpus)))
         if not allowed or allowed[0] < 0 or allowed[-1] >= len(self.cores):
-            raise ValueError(f"cpuset {list(cpus)} is empty or outside cores 0..{len(self.cores) - 1}")
+            raise ValueError(
+                f"cpuset {list(cpus)} is empty or outside cores 0..{len(self.cores) - 1}"
+            )
         return allowed
 
     def _set_state(self, thread: Thread, state: ThreadState) -> None:
@@ -509,11 +511,6 @@ class Cpu:
             self._n_cfs_queued -= 1
             core.fair_weight -= thread.weight
         thread._core = None
-
-    def _migrate_vruntime(self, thread: Thread, dest: Core) -> None:
-        source = thread._core or thread._last_core
-        if source is not None and source is not dest and not thread.rt_prio:
-            thread._vruntime += dest.min_vruntime - source.min_vruntime
 
     # -- wake-up and placement --------------------------------------------------------
     def _wake(self, thread: Thread) -> None:
@@ -669,9 +666,7 @@ class Cpu:
             core._timer.cancel()
             core._timer = None
         if prev._preemptor_idx >= 0:
-            self.preemptions.preemptor_run_ns[prev._preemptor_idx] = (
-                self.env.now - prev._run_start
-            )
+            self.preemptions.preemptor_run_ns[prev._preemptor_idx] = self.env.now - prev._run_start
             prev._preemptor_idx = -1
         if self.env.trace.enabled:
             self.env.trace.emit(SchedSwitch(self.env.now, core.cid, prev.tid, int(prev.state), 0))
@@ -684,7 +679,9 @@ class Cpu:
             # push_rt_task: to a core running something of lower priority.
             target = self._lowest_core(thread, exclude=core, below=thread.rt_prio)
         elif self._n_idle:
-            target = next((self.cores[c] for c in thread.allowed if self.cores[c].current is None), None)
+            target = next(
+                (self.cores[c] for c in thread.allowed if self.cores[c].current is None), None
+            )
         else:
             return
         if target is None:
@@ -702,8 +699,10 @@ class Cpu:
         assert core.current is None
         best: Thread | None = None
         for t in core.rt:
-            if best is None or t.rt_prio > best.rt_prio or (
-                t.rt_prio == best.rt_prio and t._seq < best._seq
+            if (
+                best is None
+                or t.rt_prio > best.rt_prio
+                or (t.rt_prio == best.rt_prio and t._seq < best._seq)
             ):
                 best = t
         if self._n_rt_queued > len(core.rt):

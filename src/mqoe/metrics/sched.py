@@ -62,4 +62,6 @@ def preemption_summary(preemptions: pd.DataFrame, threads: pd.DataFrame) -> pd.D
             }
         )
     table = pd.DataFrame(rows, columns=columns)
-    return table.sort_values(["preemptions", "preemptor"], ascending=[False, True], ignore_index=True)
+    return table.sort_values(
+        ["preemptions", "preemptor"], ascending=[False, True], ignore_index=True
+    )

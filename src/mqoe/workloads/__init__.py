@@ -9,17 +9,12 @@ from mqoe.errors import UserError
 from mqoe.workloads.base import Scenario, ScenarioOutput, Session, parse_params
 from mqoe.workloads.frame_deadlines import FrameDeadlines
 
-SCENARIOS: dict[str, Scenario] = {
-    scenario.name: scenario
-    for scenario in (FrameDeadlines(),)
-}
+SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (FrameDeadlines(),)}
 
 
 def get_scenario(name: str) -> Scenario:
     if name not in SCENARIOS:
-        raise UserError(
-            f"unknown scenario {name!r}; available: {', '.join(sorted(SCENARIOS))}"
-        )
+        raise UserError(f"unknown scenario {name!r}; available: {', '.join(sorted(SCENARIOS))}")
     return SCENARIOS[name]
 
 

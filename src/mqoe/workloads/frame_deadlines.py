@@ -8,7 +8,9 @@ CFS sharing, wake-up placement and RT preemption; nothing is looked up.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import pandas as pd
 
@@ -29,7 +31,9 @@ MCYCLES = 1e6  # 1 Mcycle = 1 ms of work on the reference core (Cortex-A53 at 1 
 class FrameDeadlinesParams:
     duration_s: float = 10.0  # simulated time
     fps: float = 60.0  # frame rate; deadline = 1/fps (a 60 Hz panel)
-    frame_mcycles: float = 9.0  # work per frame, ref. Mcycles: ≈ 8.2 ms on a 1.1 GHz A53, half a 60 Hz budget
+    frame_mcycles: float = (
+        9.0  # work per frame, ref. Mcycles: ≈ 8.2 ms on a 1.1 GHz A53, half a 60 Hz budget
+    )
     frame_nice: int = 0  # the frame thread's nice (Android app main thread default: 0)
     frame_cpus: str = ""  # cpuset, e.g. "0-3"; "" = all cores
     hogs: int = 0  # fair-class busy-loop threads
@@ -55,7 +59,9 @@ class FrameDeadlines:
     name = "frame-deadlines"
     summary = "a periodic frame thread vs fair-class CPU hogs and a real-time I/O burst thread"
     params_type = FrameDeadlinesParams
-    quick = {"duration_s": "1", "hogs": "4", "rt_burst_mcycles": "2"}
+    quick: Mapping[str, str] = MappingProxyType(
+        {"duration_s": "1", "hogs": "4", "rt_burst_mcycles": "2"}
+    )
 
     def build(self, phone: Phone, params: FrameDeadlinesParams) -> Session:
         n_cores = len(phone.cpu.cores)

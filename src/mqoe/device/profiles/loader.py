@@ -32,6 +32,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         line = _toml_error_line(str(exc))
         raise InputFileError(path, f"not valid TOML: {exc}", line=line) from None
+    except RecursionError:
+        raise InputFileError(path, "not valid TOML: nested too deeply") from None
 
 
 def _toml_error_line(message: str) -> int | None:
@@ -39,23 +41,43 @@ def _toml_error_line(message: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _key_line(path: Path, loc: tuple[int | str, ...]) -> int | None:
-    """Best-effort line of the key a validation error points at (the last named key)."""
-    names = [part for part in loc if isinstance(part, str)]
-    if not names:
-        return None
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*\"?([A-Za-z0-9_-]+)\"?\s*=")
+
+
+def _key_lines(path: Path) -> dict[tuple[int | str, ...], int]:
+    """Map each key path (as pydantic locates it) to its line, tracking [tables] and
+    [[arrays of tables]] so the second cluster's key is not taken for the first's."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    pattern = re.compile(rf"^\s*\"?{re.escape(names[-1])}\"?\s*=")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    where: dict[tuple[int | str, ...], int] = {}
+    counts: dict[tuple[str, ...], int] = {}
+    table: tuple[int | str, ...] = ()
     for number, line in enumerate(lines, start=1):
-        if pattern.match(line):
-            return number
-    header = re.compile(rf"^\s*\[+\s*{re.escape('.'.join(names))}\s*\]+")
-    for number, line in enumerate(lines, start=1):
-        if header.match(line):
-            return number
+        header = _HEADER.match(line)
+        if header:
+            names = tuple(part.strip().strip('"') for part in header.group(2).split("."))
+            if header.group(1) == "[[":
+                counts[names] = counts.get(names, -1) + 1
+                table = (*names, counts[names])
+            else:
+                table = names
+            where.setdefault(table, number)
+            continue
+        key = _KEY.match(line)
+        if key:
+            where.setdefault((*table, key.group(1)), number)
+    return where
+
+
+def _key_line(path: Path, loc: tuple[int | str, ...]) -> int | None:
+    """The line of the key an error points at, else of the nearest enclosing table."""
+    where = _key_lines(path)
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in where:
+            return where[loc[:end]]
     return None
 
 
@@ -70,12 +92,22 @@ def _validate(model: type[M], data: dict[str, Any], path: Path) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        # A misspelt key shows up twice (extra + missing): name the misspelling first.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        first = errors[0]
         loc = tuple(first["loc"])
         got = first.get("input")
         got_text = "" if isinstance(got, dict) else f", got {got!r}"
         what = f"key {_format_loc(loc)}: {first['msg']}{got_text}"
-        more = len(exc.errors()) - 1
+        if first["type"] == "extra_forbidden":
+            missing = [
+                str(e["loc"][-1])
+                for e in errors
+                if e["type"] == "missing" and tuple(e["loc"][:-1]) == loc[:-1]
+            ]
+            if missing:
+                what += f" (did you mean {' or '.join(missing)}?)"
+        more = len(errors) - 1
         if more:
             what += f" (and {more} more problem{'s' if more > 1 else ''})"
         raise InputFileError(path, what, line=_key_line(path, loc)) from None
@@ -109,7 +141,8 @@ def load_profile_file(path: str | Path) -> DeviceProfile:
             core_ipc_factor(cluster)
         except UserError as exc:
             loc = ("cpu", "clusters", index, "core_type")
-            raise InputFileError(path, str(exc), line=_key_line(path, loc)) from None
+            what = f"key {_format_loc(loc)}: {exc}"
+            raise InputFileError(path, what, line=_key_line(path, loc)) from None
     return profile
 
 

@@ -6,9 +6,9 @@ profile's ``[sources]`` table. Subsystems not built yet add their own optional s
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # Linux CFS tunables scale with log2 of the CPU count (kernel/sched/fair.c,
 # SCHED_TUNABLESCALING_LOG, capped at 8 CPUs): base values below, times (1 + ilog2(n)).
@@ -20,7 +20,8 @@ REQUIRED_SOURCES = ("android", "cpu", "memory", "storage", "display")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: `cores = true` or `cores = "4"` is an error, not a silent conversion.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class ClusterSpec(_Model):
@@ -43,7 +44,8 @@ class SchedSpec(_Model):
 
 
 class CpuSpec(_Model):
-    clusters: tuple[ClusterSpec, ...] = Field(min_length=1)
+    # TOML gives arrays as lists; let them become a tuple.
+    clusters: Annotated[tuple[ClusterSpec, ...], Field(min_length=1, strict=False)]
     sched: SchedSpec = SchedSpec()
 
     @property
@@ -108,12 +110,13 @@ class DeviceProfile(_Model):
     # Where the numbers come from, per section (REQUIRED_SOURCES at least).
     sources: dict[str, str]
 
-    @model_validator(mode="after")
-    def _sources_cover_sections(self) -> DeviceProfile:
-        missing = [k for k in REQUIRED_SOURCES if not self.sources.get(k, "").strip()]
+    @field_validator("sources")
+    @classmethod
+    def _sources_cover_sections(cls, sources: dict[str, str]) -> dict[str, str]:
+        missing = [k for k in REQUIRED_SOURCES if not sources.get(k, "").strip()]
         if missing:
             raise ValueError(f"[sources] must name a source for: {', '.join(missing)}")
-        return self
+        return sources
 
 
 class CoreType(_Model):

@@ -1,0 +1,92 @@
+"""Atomic file writes: a reader sees the old file or the new one, never a torn one.
+
+The data goes to a hidden temporary file in the destination directory, is fsynced, and
+is renamed over the destination with ``os.replace`` (atomic on POSIX and Windows within
+one filesystem); the directory is then fsynced so the rename itself survives a power
+cut. The temporary name ``.{name}.tmp-{pid}-{hex}`` starts with a dot and does not end
+in the destination's suffix, so globs such as ``*.parquet`` never pick up a half-written
+file, even one left behind by a killed process.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Write ``path`` atomically: ``write(tmp)`` fills a temporary file that replaces it.
+
+    Parent directories are created. If ``write`` (or anything before the rename) raises,
+    including ``KeyboardInterrupt``, the temporary file is removed, the exception
+    propagates, and any previous file at ``path`` is left untouched. Returns ``path``.
+    """
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}-{secrets.token_hex(6)}")
+    try:
+        write(tmp)
+        _fsync_file(tmp)
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(final.parent)
+    return final
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Atomically replace ``path`` with ``data``."""
+
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(data)
+
+    return atomic_write(path, write)
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Atomically replace ``path`` with ``text`` as UTF-8, line endings written as given."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_parquet(path: str | Path, df: pd.DataFrame) -> Path:
+    """Atomically replace ``path`` with ``df`` as Parquet (pyarrow); the index is dropped."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def unlink_durably(path: str | Path) -> bool:
+    """Remove ``path`` and fsync its directory; returns False if it did not exist."""
+    target = Path(path)
+    try:
+        target.unlink()
+    except FileNotFoundError:
+        return False
+    _fsync_dir(target.parent)
+    return True
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # A rename is durable only once the directory entry is on disk. Windows cannot open
+    # a directory for fsync, and there the rename is journalled by NTFS anyway.
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

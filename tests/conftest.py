@@ -1,0 +1,51 @@
+"""Shared fixtures: small hand-made profiles so expected values can be computed by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from mqoe.device.phone import Phone
+from mqoe.device.profiles import DeviceProfile
+
+_SOURCES = {k: "test fixture" for k in ("android", "cpu", "memory", "storage", "display")}
+
+
+def make_profile(clusters: list[tuple[int, float, float]], **sched: int) -> DeviceProfile:
+    """clusters: (cores, max_freq_mhz, ipc_factor) per cluster, LITTLE first."""
+    data: dict[str, Any] = {
+        "name": "test-phone",
+        "display_name": "Test phone",
+        "soc": "test",
+        "android_version": "10",
+        "cpu": {
+            "clusters": [
+                {
+                    "name": f"c{i}",
+                    "cores": n,
+                    "core_type": "test",
+                    "max_freq_mhz": mhz,
+                    "ipc_factor": ipc,
+                }
+                for i, (n, mhz, ipc) in enumerate(clusters)
+            ],
+            "sched": sched,
+        },
+        "memory": {"ram_mb": 1024},
+        "storage": {"type": "emmc", "capacity_gb": 8},
+        "display": {"width_px": 480, "height_px": 854},
+        "sources": _SOURCES,
+    }
+    return DeviceProfile.model_validate(data)
+
+
+@pytest.fixture
+def phone_factory() -> Callable[..., Phone]:
+    def factory(
+        clusters: list[tuple[int, float, float]], seed: int = 0, trace: bool = False, **sched: int
+    ) -> Phone:
+        return Phone(make_profile(clusters, **sched), seed, trace=trace)
+
+    return factory
