@@ -1,0 +1,150 @@
+"""End-to-end CLI behaviour: what a new user types, and what they see when they err."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mqoe.cli.main import main
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_profiles_list_shows_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "profiles", "list")
+    assert code == 0
+    for name in ("nokia-1", "nexus-5", "nexus-6p", "galaxy-nexus", "redmi-5", "black-shark"):
+        assert name in out
+
+
+def test_profiles_show_json_has_the_derived_scheduler_tunables(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _run(capsys, "profiles", "show", "nokia-1", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["memory"]["ram_mb"] == 1024
+    assert data["derived"]["sched_latency_ns"] == 18_000_000
+
+
+def test_run_json_summary_and_query_the_stored_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_dir = str(tmp_path / "res")
+    code, out, _ = _run(
+        capsys, "run", "frame-deadlines", "--profile", "nokia-1", "--seed", "4",
+        "--set", "hogs=4", "duration_s=2", "--set", "rt_burst_mcycles=2",
+        "--out", out_dir, "--json",
+    )  # fmt: skip
+    assert code == 0
+    summary = json.loads(out)
+    assert 0.0 <= summary["missed_deadline_rate"] <= 1.0
+    assert summary["params"]["hogs"] == 4  # several pairs after one --set
+    assert summary["params"]["rt_burst_mcycles"] == 2.0  # and a repeated --set
+    assert {"thread_states", "preemption_summary"} <= set(summary["tables"])
+    code, out, _ = _run(
+        capsys, "results", "query", "--results", out_dir, "--format", "json",
+        "select count(*) as n, max(missed_deadline_rate) as r from runs",
+    )  # fmt: skip
+    assert code == 0
+    rows = json.loads(out)
+    assert rows[0]["n"] == 1
+    assert rows[0]["r"] == pytest.approx(summary["missed_deadline_rate"])
+
+
+def test_run_prints_readable_tables_without_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = _run(
+        capsys, "run", "frame-deadlines", "--set", "duration_s=1", "--out", str(tmp_path)
+    )
+    assert code == 0
+    assert "missed_deadline_rate" in out
+    assert "thread_states" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["run", "no-such-scenario"], "unknown scenario"),
+        (["run", "frame-deadlines", "--profile", "iphone"], "unknown profile"),
+        (["run", "frame-deadlines", "--seed", "-3"], "seed"),
+        (["run", "frame-deadlines", "--seed", "x"], "seed"),
+        (["run", "frame-deadlines", "--set", "hogs"], "expected key=value"),
+        (["run", "frame-deadlines", "--set", "hogz=1"], "no parameter 'hogz'"),
+        (["run", "frame-deadlines", "--set", "fps=fast"], "expected a number"),
+        (["reproduce", "no-such-work"], "unknown work"),
+        (["profiles", "show", "missing.toml"], "missing.toml"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_user_errors_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    fragment: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # never write results into the source tree
+    code, out, err = _run(capsys, *argv)
+    assert code == 2
+    assert fragment in err
+    assert err.startswith("mqoe: error: ")
+    assert "Traceback" not in err
+
+
+def test_querying_an_empty_results_dir_is_a_user_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = _run(capsys, "results", "query", "--results", str(tmp_path), "select 1")
+    assert code == 2
+    assert "no runs" in err
+
+
+def test_bad_sql_is_a_user_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _run(capsys, "run", "frame-deadlines", "--set", "duration_s=0.5", "--out", str(tmp_path))
+    code, _, err = _run(capsys, "results", "query", "--results", str(tmp_path), "selec nothing")
+    assert code == 2
+    assert "query failed" in err
+
+
+def test_reproduce_list_works_before_any_work_is_registered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _run(capsys, "reproduce", "--list")
+    assert code == 0
+    assert out.strip()
+
+
+def test_the_installed_command_runs_and_stores_into_the_default_dir(tmp_path: Path) -> None:
+    """As a new user would: `mqoe run …` then `mqoe results query …` in one folder."""
+    exe = Path(sys.executable).with_name("mqoe")
+    env = {k: v for k, v in os.environ.items() if k != "MQOE_RESULTS"}
+    run = subprocess.run(
+        [str(exe), "run", "frame-deadlines", "--profile", "nokia-1", "--set", "hogs=4",
+         "duration_s=1", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert 0 <= json.loads(run.stdout)["missed_deadline_rate"] <= 1
+    query = subprocess.run(
+        [str(exe), "results", "query", "select count(*) as n from runs", "--format", "csv"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert query.returncode == 0, query.stderr
+    assert query.stdout.splitlines() == ["n", "1"]
+    bad = subprocess.run(
+        [str(exe), "run", "frame-deadlines", "--set", "hogs=x"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
