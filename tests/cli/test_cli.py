@@ -95,7 +95,7 @@ def test_user_errors_are_one_line_and_exit_2(
     fragment: str,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # never write results into the source tree
-    code, out, err = _run(capsys, *argv)
+    code, _, err = _run(capsys, *argv)
     assert code == 2
     assert fragment in err
     assert err.startswith("mqoe: error: ")

@@ -26,7 +26,7 @@ def test_an_idle_phone_meets_every_deadline() -> None:
 def test_missed_rate_rises_with_cpu_hogs() -> None:
     rates = [_rate(hogs=h) for h in (0, 4, 8)]
     assert rates[0] < rates[1] < rates[2]
-    assert 0.0 <= rates[0] and rates[2] <= 1.0
+    assert rates[0] >= 0.0 and rates[2] <= 1.0
 
 
 def test_missed_rate_rises_with_the_rt_burst() -> None:
