@@ -21,7 +21,8 @@ demo: $(STAMP)
 	$(BIN)/mqoe run frame-deadlines --profile nokia-1 --set hogs=4 --out demo-results
 	$(BIN)/mqoe run frame-deadlines --profile nokia-1 --set hogs=4 rt_burst_mcycles=4 --out demo-results
 	$(BIN)/mqoe results query --results demo-results \
-	  "select scenario, profile, params, missed_deadline_rate from runs order by started_utc"
+	  "select profile, params->>'hogs' as hogs, params->>'rt_burst_mcycles' as rt_burst_mcycles, \
+	   round(missed_deadline_rate, 3) as missed_deadline_rate, frames_due from runs order by 2, 3"
 
 ## The test suite: unit, property and CLI tests, then lint and strict typing.
 test: $(STAMP)
