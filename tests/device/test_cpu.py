@@ -324,3 +324,25 @@ def test_a_disabled_recorder_keeps_nothing(phone_factory: PhoneFactory) -> None:
     phone.run(ms(50))
     assert len(phone.cpu.preemptions) > 0
     assert len(phone.env.trace) == 0
+
+
+def test_raising_a_fair_thread_to_real_time_preempts_at_once(phone_factory: PhoneFactory) -> None:
+    phone = phone_factory(ONE_CORE)
+    hog, worker = phone.cpu.thread("hog"), phone.cpu.thread("worker")
+    phone.cpu.run(hog, math.inf)
+    phone.cpu.run(worker, math.inf)
+    phone.env.schedule(ms(1), lambda _: phone.cpu.set_policy(worker, RealTime(20)))
+    phone.run(ms(10))
+    phone.cpu.check_invariants()
+    assert worker.policy == RealTime(20)
+    assert worker.state == ThreadState.RUNNING
+    # Shared by slices for 1 ms, then the worker (now FIFO) keeps the core.
+    assert hog.state_ns[ThreadState.RUNNING] <= ms(1)
+    assert worker.state_ns[ThreadState.RUNNING] >= ms(9)
+
+
+def test_renicing_a_sleeping_thread_changes_its_weight(phone_factory: PhoneFactory) -> None:
+    phone = phone_factory(ONE_CORE)
+    t = phone.cpu.thread("t")
+    phone.cpu.set_policy(t, Fair(10))
+    assert (t.nice, t.weight) == (10, NICE_TO_WEIGHT[30])

@@ -341,47 +341,26 @@ class Cpu:
         """Change a thread's cpuset; a thread on a core it may no longer use moves at once."""
         thread.allowed = self._check_cpus(cpus)
         core = thread._core
-        if core is None or core.cid in thread.allowed:
-            return
-        if core.current is thread:
-            self._update_curr(core)
-            self._put_prev(core, ThreadState.RUNNABLE)
-            self._dequeue(core, thread)
+        if core is not None and core.cid not in thread.allowed:
+            self._detach(thread)
             self._place(thread)
-            if core.current is None:
-                self._pick_next(core)
-        else:
-            self._dequeue(core, thread)
-            self._place(thread)
+            self._refill(core)
 
     def set_policy(self, thread: Thread, policy: SchedPolicy) -> None:
         """Change scheduling class or nice (sched_setscheduler / setpriority)."""
-        core = thread._core
-        if core is None:
-            thread._set_policy(policy)
-            return
-        if core.current is thread:
-            self._update_curr(core)
-            self._put_prev(core, ThreadState.RUNNABLE)
-        self._dequeue(core, thread)
+        core = self._detach(thread)
         thread._set_policy(policy)
-        self._place(thread)
-        if core.current is None:
-            self._pick_next(core)
+        if core is not None:
+            self._place(thread)
+            self._refill(core)
 
     def exit(self, thread: Thread) -> None:
         """The thread dies (process killed): it leaves the CPU; its pending work never ends."""
         if thread.state == ThreadState.DEAD:
             return
-        core = thread._core
+        core = self._detach(thread)
         if core is not None:
-            if core.current is thread:
-                self._update_curr(core)
-                self._put_prev(core, ThreadState.RUNNABLE)
-            self._dequeue(core, thread)
-            thread._last_core = core
-            if core.current is None:
-                self._pick_next(core)
+            self._refill(core)
         thread._done = None
         thread._remaining = 0.0
         self._set_state(thread, ThreadState.DEAD)
@@ -487,6 +466,22 @@ class Cpu:
             core.min_vruntime = lowest
 
     # -- run queues -------------------------------------------------------------------
+    def _detach(self, thread: Thread) -> Core | None:
+        """Take a runnable or running thread off its core; returns that core (None if the
+        thread was sleeping). The caller re-places the thread and refills the core."""
+        core = thread._core
+        if core is None:
+            return None
+        if core.current is thread:
+            self._update_curr(core)
+            self._put_prev(core, ThreadState.RUNNABLE)
+        self._dequeue(core, thread)
+        return core
+
+    def _refill(self, core: Core) -> None:
+        if core.current is None:
+            self._pick_next(core)
+
     def _enqueue(self, core: Core, thread: Thread, state: ThreadState) -> None:
         self._seq += 1
         thread._seq = self._seq

@@ -8,7 +8,6 @@ collects scalar metrics plus named tidy tables. The runner owns simulated time.
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -50,26 +49,25 @@ class Scenario(Protocol):
     def build(self, phone: Phone, params: Any) -> Session: ...
 
 
-def _coerce(text: str, annotation: Any, key: str) -> Any:
-    if annotation in (bool, "bool"):
-        lowered = text.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-        raise UserError(f"--set {key}={text}: expected true or false")
-    for kind, label in ((int, "an integer"), (float, "a number")):
-        if annotation in (kind, kind.__name__):
-            try:
-                return kind(text)
-            except ValueError:
-                raise UserError(f"--set {key}={text}: expected {label}") from None
-    if annotation in (str, "str"):
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True}
+_BOOLS |= {"0": False, "false": False, "no": False, "off": False}
+
+
+def _coerce(text: str, kind: Any, key: str) -> Any:
+    """Parse a ``--set`` value as the field's type (parameters are bool/int/float/str)."""
+    if kind is bool:
+        if text.strip().lower() not in _BOOLS:
+            raise UserError(f"--set {key}={text}: expected true or false")
+        return _BOOLS[text.strip().lower()]
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            label = "an integer" if kind is int else "a number"
+            raise UserError(f"--set {key}={text}: expected {label}") from None
+    if kind is str:
         return text
-    args = typing.get_args(annotation)
-    if isinstance(annotation, types.UnionType | typing._UnionGenericAlias) or args:  # type: ignore[attr-defined]
-        return text if str in args else _coerce(text, args[0], key)
-    return text
+    raise TypeError(f"parameter {key} has unsupported type {kind!r}; use bool/int/float/str")
 
 
 def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario: str) -> Any:

@@ -7,6 +7,7 @@ metrics and tidy tables, and the same (profile, params, seed) gives identical ou
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -30,9 +31,7 @@ def check_scenario(name: str, profile: DeviceProfile, seed: int = 7) -> None:
     for key, value in first.metrics.items():
         if isinstance(value, float) and math.isinf(value):
             raise ConformanceError(f"{name}: metric {key} is infinite")
-    if dict(first.metrics) != dict(second.metrics) and not _nan_equal(
-        first.metrics, second.metrics
-    ):
+    if _nan_to_none(first.metrics) != _nan_to_none(second.metrics):
         raise ConformanceError(f"{name}: same seed gave different metrics")
     if first.run_id != second.run_id:
         raise ConformanceError(f"{name}: same inputs gave different run ids")
@@ -47,14 +46,6 @@ def check_scenario(name: str, profile: DeviceProfile, seed: int = 7) -> None:
             raise ConformanceError(f"{name}: table {table} differs between runs: {exc}") from None
 
 
-def _nan_equal(a: object, b: object) -> bool:
-    left, right = dict(a), dict(b)  # type: ignore[call-overload]
-    if left.keys() != right.keys():
-        return False
-    for key in left:
-        x, y = left[key], right[key]
-        if x != y and not (
-            isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)
-        ):
-            return False
-    return True
+def _nan_to_none(metrics: Mapping[str, object]) -> dict[str, object]:
+    """NaN never equals itself; map it to None so identical runs compare equal."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in metrics.items()}
