@@ -88,6 +88,36 @@ def frame_deadlines_speed(sim_seconds: float = 20.0, trace: bool = False) -> flo
     return record.sim_duration_s / (time.perf_counter() - start)
 
 
+def spiral_speed(sim_seconds: float = 800.0) -> float:
+    """Simulated seconds per wall second of ``spiral`` (800 s, video + bulk competitor on a
+    5 Mbit/s bottleneck: ~500k packets through the packet-level TCP)."""
+    from mqoe.device.profiles import load_profile
+    from mqoe.workloads.runner import run_scenario
+
+    overrides = {"duration_s": str(sim_seconds), "competitor_start_s": str(sim_seconds / 2)}
+    start = time.perf_counter()
+    record = run_scenario("spiral", load_profile("nexus-5"), 1, overrides)
+    return record.sim_duration_s / (time.perf_counter() - start)
+
+
+def trace_mode_speed(session_s: float = 600.0, repeats: int = 20) -> float:
+    """Simulated seconds per wall second of the trace-driven fast mode: one 600 s session
+    on a synthetic 3G-like trace with BBA (one step per 4 s segment)."""
+    import numpy as np
+
+    from mqoe.analysis.throughput_traces import synthetic_manifest
+    from mqoe.policies.abr import BBA
+    from mqoe.workloads.trace_player import simulate_session, synthetic_3g_trace
+
+    trace = synthetic_3g_trace(np.random.default_rng(1), session_s)
+    manifest = synthetic_manifest((235, 375, 560, 750, 1050, 1400, 1750), 4.0, 150)
+    rule = BBA()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        simulate_session(trace, manifest, rule, buffer_max_s=60.0, session_s=session_s)
+    return repeats * session_s / (time.perf_counter() - start)
+
+
 def measure(quick: bool = False) -> dict[str, float]:
     """The figures; ``quick`` repeats each once instead of three times (same sizes, so
     ratios to the baseline stay comparable)."""
@@ -99,6 +129,8 @@ def measure(quick: bool = False) -> dict[str, float]:
         "frame_deadlines_traced_sim_s_per_wall_s": _best_of(
             repeats, lambda: frame_deadlines_speed(trace=True)
         ),
+        "spiral_sim_s_per_wall_s": _best_of(repeats, spiral_speed),
+        "trace_mode_sim_s_per_wall_s": _best_of(repeats, trace_mode_speed),
     }
     simpy_rate = simpy_process_events_per_second()
     if simpy_rate is not None:

@@ -299,8 +299,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             known = ", ".join(sorted(EXPERIMENTS)) or "none yet"
             raise UserError(f"unknown work {name!r}; available: {known}")
     for name in names:
-        path = EXPERIMENTS[name].reproduce(args.out / name, quick=args.quick)
-        out.print(f"{name}: wrote {path}")
+        # One work writes into OUT itself; `all` gives each work its own folder.
+        target = args.out / name if args.work == "all" else args.out
+        path = EXPERIMENTS[name].reproduce(target, quick=args.quick)
+        out.print(f"{name}: wrote {path} and figures in {path.parent}")
     return 0
 
 

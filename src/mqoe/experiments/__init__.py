@@ -21,6 +21,12 @@ class Experiment(Protocol):
         ...
 
 
-EXPERIMENTS: dict[str, Experiment] = {}
+def _registry() -> dict[str, Experiment]:
+    from mqoe.experiments.downward_spiral import DownwardSpiral
+
+    return {experiment.name: experiment for experiment in (DownwardSpiral(),)}
+
+
+EXPERIMENTS: dict[str, Experiment] = _registry()
 
 __all__ = ["EXPERIMENTS", "Experiment"]

@@ -1,1 +1,1 @@
-"""policies layer (see spec 00)."""
+"""Policies: pluggable decisions (ABR, lmkd, WAM, …) behind small protocols and registries."""

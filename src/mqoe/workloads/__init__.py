@@ -8,8 +8,12 @@ from __future__ import annotations
 from mqoe.errors import UserError
 from mqoe.workloads.base import Scenario, ScenarioOutput, Session, parse_params
 from mqoe.workloads.frame_deadlines import FrameDeadlines
+from mqoe.workloads.spiral import Spiral
+from mqoe.workloads.trace_player import TraceAbr
 
-SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (FrameDeadlines(),)}
+SCENARIOS: dict[str, Scenario] = {
+    scenario.name: scenario for scenario in (FrameDeadlines(), Spiral(), TraceAbr())
+}
 
 
 def get_scenario(name: str) -> Scenario:

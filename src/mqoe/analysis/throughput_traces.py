@@ -1,0 +1,514 @@
+"""Real throughput traces and video manifests, parsed by content into one shape.
+
+A :class:`ThroughputTrace` is a list of piecewise-constant segments (duration,
+bandwidth, latency), played in order and **looped** when a session outlasts it, as the
+Sabre and Pensieve simulators and Mahimahi's link shells all do.
+
+Formats read (``load_trace(path)`` tells them apart by content):
+
+* ``sabre`` — Sabre's JSON list of ``{"duration_ms", "bandwidth_kbps", "latency_ms"}``
+  (the HSDPA 3G, LTE 4G and FCC logs shipped with Sabre).
+* ``mahimahi`` — a Mahimahi packet-delivery trace: one integer millisecond timestamp per
+  line, non-decreasing; each line is one delivery opportunity for an MTU-sized
+  (1500-byte) packet. Mahimahi replays the file in a loop whose period is the last
+  timestamp; we bin the opportunities into fixed bins (default 100 ms) over that period.
+* ``text`` — ``time_s throughput_mbps`` per line (whitespace- or comma-separated, ``#``
+  comments), as in Pensieve's "cooked" traces: each value holds until the next line's
+  time, the last one for the median step. Time before the first line is not part of it.
+
+Also the Sabre-style video manifest (:func:`load_manifest`) and a constant-bitrate
+:func:`synthetic_manifest`. Errors name the file and line (:class:`InputFileError`).
+Pure numpy; analysis never imports the engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from mqoe.errors import InputFileError, UserError
+from mqoe.policies.abr.base import Representation
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+TraceFormat = Literal["auto", "sabre", "mahimahi", "text"]
+
+MAHIMAHI_PACKET_BITS = 1500 * 8  # Mahimahi's delivery opportunity: one 1500-byte MTU packet
+FORMATS = ("auto", "sabre", "mahimahi", "text")
+
+_SPLIT = re.compile(r"[\s,]+")
+_DIGITS = re.compile(r"[0-9]+")
+_MAX_STAMP_MS = 10**12  # ~32 years: anything larger is not a delivery trace
+_MAX_BINS = 5_000_000  # ~6 days at 100 ms bins: bounds memory on a corrupt file
+
+
+def _frozen(values: object) -> FloatArray:
+    array = np.array(values, dtype=np.float64).reshape(-1)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class ThroughputTrace:
+    """Piecewise-constant network capacity, played in order and looped.
+
+    Segment ``i`` lasts ``duration_ms[i]`` (> 0) at ``bandwidth_kbps[i]`` (≥ 0, equal to
+    bits per millisecond) with one-way request latency ``latency_ms[i]`` (≥ 0). A session
+    longer than :attr:`period_ms` wraps around to the first segment.
+    """
+
+    name: str
+    duration_ms: FloatArray
+    bandwidth_kbps: FloatArray
+    latency_ms: FloatArray
+
+    def __post_init__(self) -> None:
+        for field_name in ("duration_ms", "bandwidth_kbps", "latency_ms"):
+            object.__setattr__(self, field_name, _frozen(getattr(self, field_name)))
+        n = len(self.duration_ms)
+        if n == 0:
+            raise ValueError(f"trace {self.name!r} has no segments")
+        if len(self.bandwidth_kbps) != n or len(self.latency_ms) != n:
+            raise ValueError(f"trace {self.name!r}: the three arrays differ in length")
+        arrays = (self.duration_ms, self.bandwidth_kbps, self.latency_ms)
+        if not all(np.isfinite(a).all() for a in arrays):
+            raise ValueError(f"trace {self.name!r} has a non-finite value")
+        if (self.duration_ms <= 0).any():
+            raise ValueError(f"trace {self.name!r} has a segment of duration ≤ 0")
+        if (self.bandwidth_kbps < 0).any() or (self.latency_ms < 0).any():
+            raise ValueError(f"trace {self.name!r} has a negative bandwidth or latency")
+
+    @property
+    def period_ms(self) -> float:
+        """Length of one pass through the trace (it loops after this)."""
+        return float(self.duration_ms.sum())
+
+    @property
+    def bits_per_period(self) -> float:
+        """Bits the trace can deliver in one period (kbit/s × ms = bits)."""
+        return float(np.dot(self.duration_ms, self.bandwidth_kbps))
+
+    @property
+    def mean_kbps(self) -> float:
+        """Time-weighted mean bandwidth."""
+        return self.bits_per_period / self.period_ms
+
+
+@dataclass(frozen=True)
+class VideoManifest:
+    """A segmented video: segment duration, the ladder, and each segment's size per rung."""
+
+    segment_s: float
+    ladder: tuple[Representation, ...]
+    segment_sizes_bits: IntArray  # [segment, ladder index]
+
+    def __post_init__(self) -> None:
+        sizes = np.array(self.segment_sizes_bits, dtype=np.int64)
+        sizes.setflags(write=False)
+        object.__setattr__(self, "segment_sizes_bits", sizes)
+        if not self.segment_s > 0 or not math.isfinite(self.segment_s):
+            raise ValueError("segment_s must be a positive number")
+        if not self.ladder:
+            raise ValueError("the ladder is empty")
+        rates = [rep.bitrate_kbps for rep in self.ladder]
+        if any(b <= a for a, b in itertools.pairwise(rates)) or rates[0] <= 0:
+            raise ValueError("ladder bitrates must be positive and strictly ascending")
+        if sizes.ndim != 2 or sizes.shape[0] == 0 or sizes.shape[1] != len(self.ladder):
+            raise ValueError("segment_sizes_bits must be [segments, len(ladder)]")
+        if (sizes <= 0).any():
+            raise ValueError("segment sizes must be positive")
+
+    @property
+    def n_segments(self) -> int:
+        return int(self.segment_sizes_bits.shape[0])
+
+    @property
+    def bitrates_kbps(self) -> tuple[float, ...]:
+        return tuple(rep.bitrate_kbps for rep in self.ladder)
+
+    @property
+    def duration_s(self) -> float:
+        return self.n_segments * self.segment_s
+
+
+def synthetic_manifest(
+    bitrates_kbps: Sequence[float], segment_s: float, n_segments: int
+) -> VideoManifest:
+    """A constant-bitrate manifest: every segment is ``bitrate × segment_s`` bits."""
+    if n_segments < 1:
+        raise UserError(f"a manifest needs at least one segment, got {n_segments}")
+    try:
+        ladder = tuple(Representation(float(rate)) for rate in bitrates_kbps)
+        row = [round(rep.bitrate_kbps * 1000 * segment_s) for rep in ladder]
+        return VideoManifest(float(segment_s), ladder, np.tile(np.array(row), (n_segments, 1)))
+    except (ValueError, OverflowError) as exc:
+        raise UserError(f"synthetic manifest: {exc}") from None
+
+
+# -- reading files ------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputFileError(path, "no such file") from None
+    except UnicodeDecodeError:
+        raise InputFileError(path, "not a UTF-8 text file") from None
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def load_trace(
+    path: str | Path,
+    fmt: str = "auto",
+    *,
+    latency_ms: float = 0.0,
+    bin_ms: float = 100.0,
+    name: str | None = None,
+) -> ThroughputTrace:
+    """Parse a throughput trace file; ``fmt="auto"`` detects the format from the content.
+
+    ``latency_ms`` applies to the formats without latency (Mahimahi, text) and to Sabre
+    entries that omit it; ``bin_ms`` is the Mahimahi binning. The trace is named after
+    the file (its stem) unless ``name`` is given.
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if not (latency_ms >= 0 and math.isfinite(latency_ms)):
+        raise UserError(f"latency_ms must be a finite number ≥ 0, got {latency_ms}")
+    if not (bin_ms > 0 and math.isfinite(bin_ms)):
+        raise UserError(f"bin_ms must be a positive number, got {bin_ms}")
+    file = Path(path)
+    text = _read_text(file)
+    label = file.stem if name is None else name
+    kind = _detect(text, file) if fmt == "auto" else fmt
+    if kind == "sabre":
+        return _parse_sabre(text, file, label, latency_ms)
+    if kind == "mahimahi":
+        return _parse_mahimahi(text, file, label, latency_ms, bin_ms)
+    return _parse_text(text, file, label, latency_ms)
+
+
+def _data_lines(text: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) for every line that is not blank or a ``#`` comment."""
+    out = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            out.append((number, _SPLIT.split(line)))
+    return out
+
+
+def _detect(text: str, path: Path) -> str:
+    head = text.lstrip()
+    if not head:
+        raise InputFileError(path, "empty trace file")
+    if head[0] in "[{":
+        return "sabre"
+    for number, fields in _data_lines(text):
+        if len(fields) == 1:
+            return "mahimahi"
+        if len(fields) == 2:
+            return "text"
+        raise InputFileError(
+            path,
+            "unknown trace format: expected a JSON list (Sabre), one integer millisecond"
+            f" timestamp per line (Mahimahi) or 'time_s throughput_mbps', got {len(fields)}"
+            " fields",
+            line=number,
+        )
+    raise InputFileError(path, "empty trace file (only comments)")
+
+
+# -- Sabre JSON -----------------------------------------------------------------------
+
+
+def _json(text: str, path: Path) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python's digit limit
+        raise InputFileError(path, f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise InputFileError(path, "invalid JSON: nested too deeply") from None
+
+
+def _item_line(text: str, index: int, key: str | None = None) -> int | None:
+    """Line of element ``index`` of the top-level list (or of the list under ``key``).
+
+    Only called on the error path: it walks the list with ``raw_decode`` to find where
+    each element starts, which ``json.loads`` does not report.
+    """
+    decoder = json.JSONDecoder()
+    pos = 0
+    if key is not None:
+        found = re.search(r'"' + re.escape(key) + r'"\s*:\s*', text)
+        if found is None:
+            return None
+        pos = found.end()
+    pos = text.find("[", pos)
+    if pos < 0:
+        return None
+    pos += 1
+    for current in range(index + 1):
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if current == index:
+            return text.count("\n", 0, pos) + 1
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return None
+    return None
+
+
+def _number(value: object) -> float | None:
+    """A JSON number as float (bools and non-finite values are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # a JSON integer beyond float range
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _parse_sabre(text: str, path: Path, name: str, latency_ms: float) -> ThroughputTrace:
+    data = _json(text, path)
+    if not isinstance(data, list):
+        raise InputFileError(path, "expected a JSON list of trace segments", line=1)
+    if not data:
+        raise InputFileError(path, "empty trace (no segments)", line=1)
+    columns = np.empty((len(data), 3))
+    for i, item in enumerate(data):
+        row = _sabre_row(item, latency_ms)
+        if isinstance(row, str):
+            raise InputFileError(path, f"segment {i}: {row}", line=_item_line(text, i))
+        columns[i] = row
+    return _trace(path, name, columns[:, 0], columns[:, 1], columns[:, 2])
+
+
+def _sabre_row(item: object, latency_ms: float) -> tuple[float, float, float] | str:
+    """The segment's three numbers, or what is wrong with it."""
+    expected = 'expected {"duration_ms": >0, "bandwidth_kbps": >=0, "latency_ms": >=0}'
+    if not isinstance(item, dict):
+        return expected
+    duration = _number(item.get("duration_ms"))
+    bandwidth = _number(item.get("bandwidth_kbps"))
+    latency = _number(item["latency_ms"]) if "latency_ms" in item else latency_ms
+    if duration is None or bandwidth is None or latency is None:
+        return expected
+    if duration <= 0:
+        return f"duration_ms must be > 0, got {duration:g}"
+    if bandwidth < 0:
+        return f"bandwidth_kbps must be >= 0, got {bandwidth:g}"
+    if latency < 0:
+        return f"latency_ms must be >= 0, got {latency:g}"
+    return duration, bandwidth, latency
+
+
+# -- Mahimahi -------------------------------------------------------------------------
+
+
+def _parse_mahimahi(
+    text: str, path: Path, name: str, latency_ms: float, bin_ms: float
+) -> ThroughputTrace:
+    stamps: list[int] = []
+    previous = 0
+    for number, fields in _data_lines(text):
+        token = fields[0]
+        if len(fields) != 1 or not _DIGITS.fullmatch(token):
+            raise InputFileError(
+                path,
+                f"expected one integer millisecond timestamp, got {' '.join(fields)!r}",
+                number,
+            )
+        stamp = int(token)
+        if stamp > _MAX_STAMP_MS:
+            raise InputFileError(path, f"timestamp {stamp} ms is implausibly large", number)
+        if stamp < previous:
+            raise InputFileError(
+                path, f"timestamps must not decrease ({stamp} after {previous})", number
+            )
+        stamps.append(stamp)
+        previous = stamp
+    if not stamps:
+        raise InputFileError(path, "empty trace (no timestamps)")
+    period_ms = stamps[-1]
+    if period_ms == 0:
+        # Mahimahi refuses this too: the loop period is the last timestamp.
+        raise InputFileError(path, "the trace must last a non-zero time (last timestamp is 0)")
+    n_bins = math.ceil(period_ms / bin_ms)
+    if n_bins > _MAX_BINS:
+        raise InputFileError(path, f"{period_ms} ms is too long for {bin_ms:g} ms bins")
+    durations = np.full(n_bins, bin_ms)
+    durations[-1] = period_ms - (n_bins - 1) * bin_ms
+    # A delivery at t counts in bin ⌊t / bin_ms⌋; the one at the period's end in the last.
+    index = np.minimum(np.array(stamps, dtype=np.float64) // bin_ms, n_bins - 1)
+    packets = np.bincount(index.astype(np.int64), minlength=n_bins)
+    bandwidth = packets * MAHIMAHI_PACKET_BITS / durations  # bits per ms = kbit/s
+    return _trace(path, name, durations, bandwidth, np.full(n_bins, latency_ms))
+
+
+# -- time_s throughput_mbps text ------------------------------------------------------
+
+
+def _parse_text(text: str, path: Path, name: str, latency_ms: float) -> ThroughputTrace:
+    times: list[float] = []
+    rates: list[float] = []
+    for number, fields in _data_lines(text):
+        if len(fields) != 2:
+            raise InputFileError(
+                path, f"expected 2 columns 'time_s throughput_mbps', got {len(fields)}", number
+            )
+        try:
+            time_s, mbps = float(fields[0]), float(fields[1])
+        except ValueError:
+            raise InputFileError(
+                path, f"expected two numbers 'time_s throughput_mbps', got {fields!r}", number
+            ) from None
+        if not (math.isfinite(time_s) and math.isfinite(mbps)):
+            raise InputFileError(path, "expected finite numbers", number)
+        if mbps < 0:
+            raise InputFileError(path, f"throughput must be >= 0, got {mbps:g}", number)
+        if times and time_s <= times[-1]:
+            raise InputFileError(
+                path, f"time must increase strictly ({time_s:g} after {times[-1]:g})", number
+            )
+        times.append(time_s)
+        rates.append(mbps)
+    if len(times) < 2:
+        raise InputFileError(path, "a text trace needs at least two lines (to know its step)")
+    steps = np.diff(np.array(times))
+    durations_ms = np.append(steps, np.median(steps)) * 1000.0
+    bandwidth = np.array(rates) * 1000.0
+    return _trace(path, name, durations_ms, bandwidth, np.full(len(rates), latency_ms))
+
+
+def _trace(
+    path: Path, name: str, duration: FloatArray, bandwidth: FloatArray, latency: FloatArray
+) -> ThroughputTrace:
+    """Build the trace; values valid line by line can still overflow (1e308 s × 1000)."""
+    with np.errstate(over="ignore"):
+        try:
+            return ThroughputTrace(name, duration, bandwidth, latency)
+        except ValueError as exc:
+            raise InputFileError(path, str(exc)) from None
+
+
+# -- writing (conversion between tools) -----------------------------------------------
+
+
+def write_trace(trace: ThroughputTrace, path: str | Path, fmt: str) -> None:
+    """Write ``trace`` as ``sabre``, ``text`` or ``mahimahi`` (for use with those tools).
+
+    Mahimahi quantises to whole 1500-byte packets at whole milliseconds: packet ``k`` is
+    placed in the millisecond during which the trace completes ``k`` packets, and
+    the last one is moved to the period's end (Mahimahi's loop period is the last
+    timestamp). Each bin of the re-read trace is thus within one or two packets of the
+    original. Needs an integer-millisecond period and at least one packet.
+    """
+    file = Path(path)
+    if fmt == "sabre":
+        rows = [
+            {"duration_ms": _plain(d), "bandwidth_kbps": _plain(b), "latency_ms": _plain(lat)}
+            for d, b, lat in zip(
+                trace.duration_ms, trace.bandwidth_kbps, trace.latency_ms, strict=True
+            )
+        ]
+        file.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    elif fmt == "text":
+        starts = np.concatenate(([0.0], np.cumsum(trace.duration_ms)[:-1])) / 1000.0
+        mbps = (trace.bandwidth_kbps / 1000.0).tolist()
+        lines = [f"{t!r} {b!r}" for t, b in zip(starts.tolist(), mbps, strict=True)]
+        file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    elif fmt == "mahimahi":
+        file.write_text("\n".join(map(str, _mahimahi_stamps(trace))) + "\n", encoding="utf-8")
+    else:
+        raise UserError(f"cannot write trace format {fmt!r}; expected sabre, text or mahimahi")
+
+
+def _plain(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _mahimahi_stamps(trace: ThroughputTrace) -> list[int]:
+    period = trace.period_ms
+    if not period.is_integer():
+        raise UserError(f"Mahimahi needs a whole-millisecond period, got {period} ms")
+    bounds = np.concatenate(([0.0], np.cumsum(trace.duration_ms)))
+    cum_bits = np.concatenate(([0.0], np.cumsum(trace.duration_ms * trace.bandwidth_kbps)))
+    n_packets = round(cum_bits[-1] / MAHIMAHI_PACKET_BITS)
+    if n_packets < 1:
+        raise UserError("the trace carries less than one packet; Mahimahi cannot express it")
+    targets = np.minimum(np.arange(1, n_packets + 1) * MAHIMAHI_PACKET_BITS, cum_bits[-1])
+    # The earliest time each packet's bits have been carried (skipping zero-rate stretches).
+    j = np.maximum(np.searchsorted(cum_bits, targets, side="left"), 1)
+    i = j - 1
+    rate = trace.bandwidth_kbps[np.minimum(i, len(trace.bandwidth_kbps) - 1)]
+    times = bounds[i] + (targets - cum_bits[i]) / np.where(rate > 0, rate, 1.0)
+    stamps = np.minimum(np.floor(times), period).astype(np.int64)
+    stamps[-1] = int(period)
+    return [int(s) for s in stamps]
+
+
+# -- manifest -------------------------------------------------------------------------
+
+
+def load_manifest(path: str | Path) -> VideoManifest:
+    """Parse a Sabre-style manifest: ``segment_duration_ms``, ``bitrates_kbps`` (ascending)
+    and ``segment_sizes_bits[segment][quality]``."""
+    file = Path(path)
+    text = _read_text(file)
+    data = _json(text, file)
+    if not isinstance(data, dict):
+        raise InputFileError(file, "expected a JSON object (a manifest)", line=1)
+    missing = [
+        k for k in ("segment_duration_ms", "bitrates_kbps", "segment_sizes_bits") if k not in data
+    ]
+    if missing:
+        raise InputFileError(file, f"manifest lacks {', '.join(missing)}")
+    segment_ms = _number(data["segment_duration_ms"])
+    if segment_ms is None or segment_ms <= 0:
+        raise InputFileError(file, "segment_duration_ms must be a positive number")
+    rates = data["bitrates_kbps"]
+    numbers = [_number(r) for r in rates] if isinstance(rates, list) else []
+    if not numbers or any(r is None or r <= 0 for r in numbers):
+        raise InputFileError(file, "bitrates_kbps must be a non-empty list of positive numbers")
+    ladder_kbps = [float(r) for r in numbers if r is not None]
+    if any(b <= a for a, b in itertools.pairwise(ladder_kbps)):
+        raise InputFileError(file, "bitrates_kbps must be strictly ascending")
+    sizes = _manifest_sizes(data["segment_sizes_bits"], len(ladder_kbps), text, file)
+    ladder = tuple(Representation(rate) for rate in ladder_kbps)
+    try:
+        return VideoManifest(segment_ms / 1000.0, ladder, sizes)
+    except ValueError as exc:
+        raise InputFileError(file, str(exc)) from None
+
+
+def _manifest_sizes(rows: object, width: int, text: str, file: Path) -> IntArray:
+    if not isinstance(rows, list) or not rows:
+        raise InputFileError(file, "segment_sizes_bits must be a non-empty list of lists")
+    out = np.empty((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ok = isinstance(row, list) and len(row) == width
+        values = [_number(v) for v in row] if ok and isinstance(row, list) else []
+        if not ok or any(v is None or v <= 0 or v >= 2**62 for v in values):
+            raise InputFileError(
+                file,
+                f"segment_sizes_bits[{i}]: expected {width} positive sizes (one per bitrate)",
+                line=_item_line(text, i, key="segment_sizes_bits"),
+            )
+        out[i] = [round(v) for v in values if v is not None]
+    return out

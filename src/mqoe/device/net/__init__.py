@@ -1,0 +1,22 @@
+"""The network: links with drop-tail queues, packet-level TCP, HTTP exchanges, bulk flows.
+
+See :mod:`mqoe.device.net.tcp` for what the TCP model does (and does not) implement.
+"""
+
+from mqoe.device.net.link import HEADER_BYTES, Link, Packet
+from mqoe.device.net.network import BulkFlow, Connection, HttpClient, Network, Response
+from mqoe.device.net.tcp import TcpConfig, TcpReceiver, TcpSender
+
+__all__ = [
+    "HEADER_BYTES",
+    "BulkFlow",
+    "Connection",
+    "HttpClient",
+    "Link",
+    "Network",
+    "Packet",
+    "Response",
+    "TcpConfig",
+    "TcpReceiver",
+    "TcpSender",
+]

@@ -1,0 +1,267 @@
+"""Hosts joined by links, static shortest-path routes, and TCP connections on them.
+
+A :class:`Connection` carries data from a server to a client (the downlink every
+studied setup cares about): a SYN / SYN-ACK handshake (the SYN-ACK queues behind the
+downlink's traffic like any packet), then request messages up and data down.
+:class:`HttpClient` issues request/response exchanges on one persistent connection or a
+new connection per request; :class:`BulkFlow` is an iperf-like sender.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mqoe.device.net.link import Link, Packet, send
+from mqoe.device.net.tcp import TCP_TIMEOUT_INIT_NS, TcpConfig, TcpReceiver, TcpSender
+from mqoe.engine import NS_PER_S, Environment, Event
+
+REQUEST_BYTES = 300  # an HTTP GET with typical headers
+
+
+def _then(event: Event, action: Callable[[], None]) -> None:
+    """Run ``action`` when ``event`` fires (at once if it already has)."""
+    if event.callbacks is None:
+        action()
+    else:
+        event.callbacks.append(lambda _: action())
+
+
+class Network:
+    """A set of named hosts and directed links between them."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.links: dict[tuple[str, str], Link] = {}
+        self._adjacent: dict[str, list[str]] = {}
+        self._routes: dict[tuple[str, str], tuple[Link, ...]] = {}
+
+    def add_link(
+        self,
+        a: str,
+        b: str,
+        rate_bps: float,
+        delay_ns: int,
+        queue_bytes: int,
+        *,
+        reverse_rate_bps: float | None = None,
+        reverse_queue_bytes: int | None = None,
+    ) -> tuple[Link, Link]:
+        """A duplex link a ↔ b; the reverse direction defaults to the same parameters."""
+        forward = Link(self.env, rate_bps, delay_ns, queue_bytes, f"{a}->{b}")
+        backward = Link(
+            self.env,
+            reverse_rate_bps or rate_bps,
+            delay_ns,
+            queue_bytes if reverse_queue_bytes is None else reverse_queue_bytes,
+            f"{b}->{a}",
+        )
+        self.links[(a, b)] = forward
+        self.links[(b, a)] = backward
+        self._adjacent.setdefault(a, []).append(b)
+        self._adjacent.setdefault(b, []).append(a)
+        self._routes.clear()
+        return forward, backward
+
+    def route(self, src: str, dst: str) -> tuple[Link, ...]:
+        """The links of the shortest path (fewest hops; ties by insertion order)."""
+        key = (src, dst)
+        if key not in self._routes:
+            previous: dict[str, str] = {src: src}
+            frontier = deque([src])
+            while frontier:
+                node = frontier.popleft()
+                for nxt in self._adjacent.get(node, ()):
+                    if nxt not in previous:
+                        previous[nxt] = node
+                        frontier.append(nxt)
+            if dst not in previous or src == dst:
+                raise ValueError(f"no route from {src!r} to {dst!r}")
+            hops: list[Link] = []
+            node = dst
+            while node != src:
+                hops.append(self.links[(previous[node], node)])
+                node = previous[node]
+            self._routes[key] = tuple(reversed(hops))
+        return self._routes[key]
+
+    def connect(
+        self,
+        server: str,
+        client: str,
+        cfg: TcpConfig,
+        *,
+        name: str = "",
+        auto_read: bool = True,
+    ) -> Connection:
+        """A new (not yet open) connection; call :meth:`Connection.open`."""
+        return Connection(self, server, client, cfg, name or f"{server}->{client}", auto_read)
+
+
+class Connection:
+    """One TCP connection: ``sender`` at the server, ``receiver`` at the client."""
+
+    def __init__(
+        self,
+        net: Network,
+        server: str,
+        client: str,
+        cfg: TcpConfig,
+        name: str,
+        auto_read: bool = True,
+    ) -> None:
+        self.env = net.env
+        self.name = name
+        self.cfg = cfg
+        down, up = net.route(server, client), net.route(client, server)
+        self.downlink, self.uplink = down, up
+        self.receiver = TcpReceiver(
+            self.env, cfg, up, self._ack_at_server, self, self._data_at_client, auto_read
+        )
+        self.sender = TcpSender(self.env, cfg, down, self.receiver.on_segment, self)
+        self.established = False
+        self.on_data: Callable[[int], None] | None = None
+        self._opened: Event | None = None
+        self._synack_sent_ns = 0
+        self.syn_sent = 0
+        self.on_request: Callable[[int], None] = self.sender.write
+
+    def open(self) -> Event:
+        """Three-way handshake; the event fires at the client once the SYN-ACK is in.
+
+        A lost SYN or SYN-ACK is retried after 1 s, doubling each time (RFC 6298 §5.7,
+        Linux TCP_TIMEOUT_INIT and tcp_syn_retries backoff)."""
+        if self._opened is None:
+            self._opened = Event(self.env)
+            self._send_syn(TCP_TIMEOUT_INIT_NS)
+        return self._opened
+
+    def _send_syn(self, timeout_ns: int) -> None:
+        if self.established:
+            return
+        self.syn_sent += 1
+        send(Packet(self, 0, 0, self.uplink, self._syn_at_server, self.env.now))
+        self.env.schedule(timeout_ns, lambda _: self._send_syn(min(2 * timeout_ns, 60 * NS_PER_S)))
+
+    def request(self, nbytes: int) -> None:
+        """The client asks for ``nbytes``; the server writes them on arrival of the request."""
+        packet = Packet(self, 0, REQUEST_BYTES, self.uplink, self._request_at_server, self.env.now)
+        packet.ack = nbytes  # the requested size rides in the message
+        send(packet)
+
+    def _syn_at_server(self, _: Packet) -> None:
+        self._synack_sent_ns = self.env.now
+        synack = Packet(self, 0, 0, self.downlink, self._synack_at_client, self.env.now)
+        send(synack)
+
+    def _synack_at_client(self, _: Packet) -> None:
+        if self.established:
+            return  # a duplicate SYN-ACK after a retried SYN
+        self.established = True
+        assert self._opened is not None
+        self._opened.succeed()
+
+    def _request_at_server(self, packet: Packet) -> None:
+        if self.sender.srtt_ns == 0.0 and self._synack_sent_ns:
+            # The handshake's last leg gives the server its first RTT sample (as Linux).
+            self.sender._rtt_sample(self.env.now - self._synack_sent_ns)
+        self.on_request(packet.ack)
+
+    def _ack_at_server(self, packet: Packet) -> None:
+        self.sender.on_ack(packet)
+
+    def _data_at_client(self, nbytes: int) -> None:
+        if self.on_data is not None:
+            self.on_data(nbytes)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """Timing of one HTTP exchange, as the client saw it (ns)."""
+
+    size_bytes: int
+    requested_ns: int
+    first_byte_ns: int
+    done_ns: int
+    new_connection: bool
+
+
+class HttpClient:
+    """GET-like exchanges from ``client`` to ``server``, one at a time.
+
+    ``persistent=True`` reuses one connection (opened on first use); otherwise every
+    request pays a handshake on a fresh connection, whose window starts from IW.
+    """
+
+    def __init__(
+        self, net: Network, server: str, client: str, cfg: TcpConfig, persistent: bool = True
+    ) -> None:
+        self.net = net
+        self.server = server
+        self.client = client
+        self.cfg = cfg
+        self.persistent = persistent
+        self.connection: Connection | None = None
+        self.connections: list[Connection] = []
+        self._pending: tuple[Event, int, int, bool] | None = None
+        self._got = 0
+        self._first_byte_ns = -1
+        self.bytes_received = 0  # over all its connections
+
+    def get(self, nbytes: int) -> Event:
+        """Fetch ``nbytes``; the event fires with a :class:`Response` when all arrived."""
+        if self._pending is not None:
+            raise RuntimeError("one request at a time on an HttpClient")
+        if nbytes <= 0:
+            raise ValueError("a response needs at least one byte")
+        done = Event(self.net.env)
+        conn = self.connection
+        fresh = conn is None or not self.persistent
+        if conn is None or fresh:
+            conn = self.net.connect(self.server, self.client, self.cfg)
+            conn.on_data = self._on_data
+            self.connection = conn
+            self.connections.append(conn)
+        opened = conn
+        self._pending = (done, nbytes, self.net.env.now, fresh)
+        self._got = 0
+        self._first_byte_ns = -1
+        if conn.established:
+            conn.request(nbytes)
+        else:
+            _then(opened.open(), lambda: opened.request(nbytes))
+        return done
+
+    def _on_data(self, nbytes: int) -> None:
+        self.bytes_received += nbytes
+        if self._pending is None:
+            return
+        done, size, requested, fresh = self._pending
+        if self._first_byte_ns < 0:
+            self._first_byte_ns = self.net.env.now
+        self._got += nbytes
+        if self._got >= size:
+            self._pending = None
+            now = self.net.env.now
+            done.succeed(Response(size, requested, self._first_byte_ns, now, fresh))
+
+
+class BulkFlow:
+    """An iperf-like long-lived sender from ``server`` to ``client``."""
+
+    def __init__(self, net: Network, server: str, client: str, cfg: TcpConfig) -> None:
+        self.connection = net.connect(server, client, cfg, name=f"bulk {server}->{client}")
+        self.started = False
+
+    def start(self) -> None:
+        conn = self.connection
+        _then(conn.open(), lambda: conn.request(1 << 50))  # effectively endless data
+        self.started = True
+
+    def stop(self) -> None:
+        self.connection.sender.close()
+
+    @property
+    def bytes_received(self) -> int:
+        return self.connection.receiver.bytes_received

@@ -1,0 +1,240 @@
+"""Reproduction ``downward-spiral`` (spec 03): a video client's rate under a competing flow.
+
+Cases: bottleneck buffers 120 / 75 / 20 kbit × rate selection discrete /
+continuous-0.7 / continuous-1.0, plus BBA and BOLA with the 120 kbit buffer. Each case is
+one ``spiral`` run (800 s, competitor from 400 s). Outputs in OUT_DIR: ``metrics.csv``
+(figure ``spiral``), ``spiral.png`` (one panel per case: chosen rate, video throughput
+as a 5-sample moving average, competitor throughput), ``spiral-summary.png``,
+``summary.md`` (the table and the expected-shape checks) and a results store under
+``results/`` (all tables, queryable with ``mqoe results query --results OUT/results``).
+
+There are no published numbers to copy here: spec 03 gives the setup and the shape —
+a fair share of 2500 kbit/s would sustain the 1750 kbit/s top rate; with a 120 kbit
+buffer the discrete client collapses; smaller buffers and continuous rates recover;
+BBA avoids the collapse. Those shape statements are checked and reported, not imposed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from mqoe.device.profiles import load_profile
+from mqoe.results import MetricRow, ResultsStore, atomic_write_text, write_metrics_csv
+from mqoe.results.store import RunRecord
+from mqoe.workloads.runner import run_scenario
+
+PROFILE = "nexus-5"  # the client phone; spiral is network-bound (its CPU is not modelled)
+SEED = 1
+TOP_RATE_KBPS = 1750.0  # spec 03: the top rung, sustainable by a 2500 kbit/s fair share
+UNITS = {
+    "rate_alone_kbps": "kbit/s",
+    "rate_competing_kbps": "kbit/s",
+    "rate_competing_min_kbps": "kbit/s",
+    "video_tput_alone_kbps": "kbit/s",
+    "video_tput_competing_kbps": "kbit/s",
+    "competitor_tput_kbps": "kbit/s",
+    "jain_index": "ratio",
+    "rebuffer_s": "s",
+    "video_retransmits": "segments",
+    "bottleneck_drops": "packets",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    buffer_kbit: int
+    mode: str  # discrete | continuous-0.7 | continuous-1.0 | bba | bola
+
+    @property
+    def label(self) -> str:
+        return f"{self.buffer_kbit} kbit, {self.mode}"
+
+    def overrides(self, quick: bool) -> dict[str, str]:
+        out = {"buffer_kbit": str(self.buffer_kbit)}
+        if self.mode.startswith("continuous-"):
+            out |= {"mode": "continuous", "c": self.mode.removeprefix("continuous-")}
+        else:
+            out["mode"] = self.mode
+        if quick:  # half as long; the spiral still has 140 s to develop after settling
+            out |= {"duration_s": "400", "competitor_start_s": "200"}
+        return out
+
+
+CASES = (
+    *(
+        Case(buffer, mode)
+        for buffer in (120, 75, 20)
+        for mode in ("discrete", "continuous-0.7", "continuous-1.0")
+    ),
+    Case(120, "bba"),
+    Case(120, "bola"),
+)
+
+
+def _run_case(args: tuple[Case, bool]) -> RunRecord:
+    case, quick = args
+    return run_scenario("spiral", load_profile(PROFILE), SEED, case.overrides(quick))
+
+
+def run_cases(quick: bool, workers: int | None = None) -> list[tuple[Case, RunRecord]]:
+    """Run every case, on all local cores."""
+    jobs = [(case, quick) for case in CASES]
+    workers = workers or min(len(jobs), os.cpu_count() or 1)
+    if workers == 1:
+        records = [_run_case(job) for job in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            records = list(pool.map(_run_case, jobs))
+    return list(zip(CASES, records, strict=True))
+
+
+def metric_rows(results: list[tuple[Case, RunRecord]]) -> list[MetricRow]:
+    rows = []
+    for case, record in results:
+        condition = {"buffer_kbit": str(case.buffer_kbit), "mode": case.mode}
+        for metric, unit in UNITS.items():
+            value = record.metrics.get(metric, math.nan)
+            assert isinstance(value, int | float)
+            rows.append(MetricRow("spiral", PROFILE, condition, metric, float(value), unit))
+    return rows
+
+
+def shape_checks(results: list[tuple[Case, RunRecord]]) -> list[tuple[str, bool]]:
+    """Spec 03's qualitative claims, evaluated on the simulated numbers."""
+    rate = {(c.buffer_kbit, c.mode): float(r.metrics["rate_competing_kbps"]) for c, r in results}
+    spiral = rate[(120, "discrete")]
+    return [
+        (
+            f"120 kbit discrete collapses well below {TOP_RATE_KBPS:.0f} kbit/s "
+            f"(< 75%: {spiral:.0f})",
+            spiral < 0.75 * TOP_RATE_KBPS,
+        ),
+        (
+            "continuous-1.0 recovers at 120 kbit (rate above discrete's): "
+            f"{rate[(120, 'continuous-1.0')]:.0f} > {spiral:.0f}",
+            rate[(120, "continuous-1.0")] > spiral,
+        ),
+        (
+            "a smaller buffer (75 kbit) recovers discrete: "
+            f"{rate[(75, 'discrete')]:.0f} > {spiral:.0f}",
+            rate[(75, "discrete")] > spiral,
+        ),
+        (
+            "20 kbit with continuous-1.0 beats 120 kbit discrete: "
+            f"{rate[(20, 'continuous-1.0')]:.0f} > {spiral:.0f}",
+            rate[(20, "continuous-1.0")] > spiral,
+        ),
+        (
+            f"BBA avoids the collapse (≥ 90% of the top rate): {rate[(120, 'bba')]:.0f}",
+            rate[(120, "bba")] >= 0.9 * TOP_RATE_KBPS,
+        ),
+    ]
+
+
+def plot(results: list[tuple[Case, RunRecord]], out_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = 3
+    rows = math.ceil(len(results) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(15, 3.2 * rows), sharex=True, sharey=True)
+    for ax, (case, record) in zip(axes.flat, results, strict=False):
+        segments = record.tables["segments"]
+        series = record.tables["timeseries"]
+        ax.step(segments["request_s"], segments["rate_kbps"], where="post", color="C0",
+                label="video rate")  # fmt: skip
+        ax.plot(segments["done_s"], segments["throughput_kbps"].rolling(5, min_periods=1).mean(),
+                color="C1", lw=0.9, label="video throughput (5-seg. avg)")  # fmt: skip
+        ax.plot(series["t_s"], series["competitor_kbps"].rolling(5, min_periods=1).mean(),
+                color="C2", lw=0.7, alpha=0.9, label="competitor throughput (5 s avg)")  # fmt: skip
+        ax.axhline(TOP_RATE_KBPS, color="grey", ls=":", lw=0.8)
+        ax.set_title(case.label, fontsize=10)
+        ax.set_ylim(0, 5500)
+    for ax in axes.flat[len(results) :]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("kbit/s")
+    axes.flat[0].legend(fontsize=7, loc="upper right")
+    fig.suptitle("Downward spiral: video rate and throughput vs a competing flow (spec 03)")
+    fig.tight_layout()
+    panels = out_dir / "spiral.png"
+    _save(fig, panels)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    labels = [case.label for case, _ in results]
+    ax.bar(labels, [float(r.metrics["rate_competing_kbps"]) for _, r in results],
+           color="C0")  # fmt: skip
+    ax.axhline(TOP_RATE_KBPS, color="grey", ls=":", label="top rate (fair share sustains it)")
+    ax.set_ylabel("mean rate while competing (kbit/s)")
+    ax.tick_params(axis="x", rotation=60, labelsize=8)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    summary = out_dir / "spiral-summary.png"
+    _save(fig, summary)
+    plt.close(fig)
+    return [panels, summary]
+
+
+def _save(fig: object, path: Path) -> None:
+    from mqoe.results import atomic_write
+
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))  # type: ignore[attr-defined]
+
+
+def _markdown_table(frame: pd.DataFrame) -> str:
+    def cell(value: object) -> str:
+        if isinstance(value, float):
+            return f"{value:.0f}" if abs(value) >= 10 else f"{value:.3f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |"]
+    lines.append("|" + "---|" * len(frame.columns))
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
+    return "\n".join(lines)
+
+
+def summary_markdown(results: list[tuple[Case, RunRecord]], quick: bool) -> str:
+    table = pd.DataFrame(
+        [
+            {"case": case.label, **{k: record.metrics.get(k) for k in UNITS}}
+            for case, record in results
+        ]
+    )
+    checks = "\n".join(f"- [{'x' if ok else ' '}] {text}" for text, ok in shape_checks(results))
+    return (
+        f"# downward-spiral{' (quick)' if quick else ''}\n\n"
+        f"Profile {PROFILE}, seed {SEED}. Rates in kbit/s, averaged after a 60 s settling "
+        "time in each phase.\n\n"
+        f"{_markdown_table(table)}\n\n## Spec 03's shape\n\n{checks}\n"
+    )
+
+
+class DownwardSpiral:
+    name = "downward-spiral"
+    title = "Video rate collapse under a competing TCP flow (IMC 2012 / CS244; spec 03)"
+
+    def __init__(self, runner: Callable[[bool], list[tuple[Case, RunRecord]]] | None = None):
+        self._runner = runner or (lambda quick: run_cases(quick))
+
+    def reproduce(self, out_dir: Path, quick: bool) -> Path:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        results = self._runner(quick)
+        store = ResultsStore(out_dir / "results")
+        for _, record in results:
+            store.write(record)
+        path = write_metrics_csv(out_dir / "metrics.csv", metric_rows(results))
+        plot(results, out_dir)
+        atomic_write_text(out_dir / "summary.md", summary_markdown(results, quick))
+        return path

@@ -1,0 +1,53 @@
+"""ABR rules: how a video player picks the next representation (specs 01 and 03).
+
+One protocol (:mod:`mqoe.policies.abr.base`) and the rules players use
+(:mod:`mqoe.policies.abr.rules`), chosen by name from :data:`ABR_RULES` with
+:func:`make_rule` (``"bba:reservoir_s=20"``, ``"throughput+dropped-frames"``). A user's
+rule is any object with ``choose(state) -> Decision`` or a plain function (:func:`as_rule`).
+"""
+
+from __future__ import annotations
+
+from mqoe.policies.abr.base import (
+    AbrRule,
+    AbrState,
+    Decision,
+    Download,
+    FunctionRule,
+    Representation,
+    as_rule,
+    highest_at_most,
+)
+from mqoe.policies.abr.rules import (
+    ABR_RULES,
+    BBA,
+    Bola,
+    ConservativeThroughput,
+    DroppedFrames,
+    ExoPlayerLike,
+    Fixed,
+    MostConservative,
+    Throughput,
+    make_rule,
+)
+
+__all__ = [
+    "ABR_RULES",
+    "BBA",
+    "AbrRule",
+    "AbrState",
+    "Bola",
+    "ConservativeThroughput",
+    "Decision",
+    "Download",
+    "DroppedFrames",
+    "ExoPlayerLike",
+    "Fixed",
+    "FunctionRule",
+    "MostConservative",
+    "Representation",
+    "Throughput",
+    "as_rule",
+    "highest_at_most",
+    "make_rule",
+]
