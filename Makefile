@@ -17,6 +17,7 @@ $(STAMP): requirements.lock pyproject.toml
 
 ## The main job (grows with each reproduction; see README).
 demo: $(STAMP)
+	$(BIN)/mqoe reproduce all --quick --out demo-results/reproductions
 	$(BIN)/mqoe run frame-deadlines --profile nokia-1 --set hogs=0 --out demo-results
 	$(BIN)/mqoe run frame-deadlines --profile nokia-1 --set hogs=4 --out demo-results
 	$(BIN)/mqoe run frame-deadlines --profile nokia-1 --set hogs=4 rt_burst_mcycles=4 --out demo-results
