@@ -17,6 +17,7 @@ import pandas as pd
 
 from mqoe.device.phone import Phone
 from mqoe.errors import UserError
+from mqoe.params import coerce
 
 Scalar = float | int | bool | str
 
@@ -49,27 +50,6 @@ class Scenario(Protocol):
     def build(self, phone: Phone, params: Any) -> Session: ...
 
 
-_BOOLS = {"1": True, "true": True, "yes": True, "on": True}
-_BOOLS |= {"0": False, "false": False, "no": False, "off": False}
-
-
-def _coerce(text: str, kind: Any, key: str) -> Any:
-    """Parse a ``--set`` value as the field's type (parameters are bool/int/float/str)."""
-    if kind is bool:
-        if text.strip().lower() not in _BOOLS:
-            raise UserError(f"--set {key}={text}: expected true or false")
-        return _BOOLS[text.strip().lower()]
-    if kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            label = "an integer" if kind is int else "a number"
-            raise UserError(f"--set {key}={text}: expected {label}") from None
-    if kind is str:
-        return text
-    raise TypeError(f"parameter {key} has unsupported type {kind!r}; use bool/int/float/str")
-
-
 def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario: str) -> Any:
     """Build a params dataclass from ``key=value`` strings, with one-line errors for users."""
     fields = {f.name: f for f in dataclasses.fields(params_type)}
@@ -79,7 +59,7 @@ def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario:
         if key not in fields:
             known = ", ".join(sorted(fields))
             raise UserError(f"scenario {scenario!r} has no parameter {key!r}; it has: {known}")
-        values[key] = _coerce(text, hints[key], key)
+        values[key] = coerce(text, hints[key], f"--set {key}")
     try:
         return params_type(**values)
     except (ValueError, TypeError) as exc:

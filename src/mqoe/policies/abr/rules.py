@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import inspect
 import math
-import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from mqoe.errors import UserError
+from mqoe.params import coerce
 from mqoe.policies.abr.base import (
     AbrRule,
     AbrState,
@@ -467,10 +467,6 @@ ABR_RULES: dict[str, type[AbrRule]] = {
     "fixed": Fixed,
 }
 
-_NONE_WORDS = ("none", "")
-_BOOLS = {"1": True, "true": True, "yes": True, "on": True}
-_BOOLS |= {"0": False, "false": False, "no": False, "off": False}
-
 
 def make_rule(spec: str) -> AbrRule:
     """Build a rule from ``"name"`` or ``"name:key=value,key=value"``; ``"a+b"`` combines.
@@ -505,7 +501,7 @@ def _make_one(part: str, spec: str) -> AbrRule:
                 raise UserError(f"ABR rule {name!r} has no parameter {key!r}; it has: {known}")
             if key in kwargs:
                 raise UserError(f"ABR rule {name!r}: parameter {key!r} given twice")
-            kwargs[key] = _coerce(text.strip(), parameters[key], f"{name}:{key}")
+            kwargs[key] = coerce(text, parameters[key], f"{name}:{key}")
     try:
         return rule_type(**kwargs)
     except (ValueError, TypeError) as exc:
@@ -520,33 +516,3 @@ def _parameters(rule_type: type[AbrRule]) -> dict[str, Any]:
         if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD):
             out[parameter.name] = hints.get(parameter.name, str)
     return out
-
-
-def _coerce(text: str, kind: Any, where: str) -> Any:
-    """Parse one ``key=value`` value as the annotated type."""
-    origin = typing.get_origin(kind)
-    if origin in (typing.Union, types.UnionType):
-        options = [arg for arg in typing.get_args(kind) if arg is not type(None)]
-        if len(options) < len(typing.get_args(kind)) and text.lower() in _NONE_WORDS:
-            return None
-        if len(options) != 1:
-            raise TypeError(f"parameter {where} has unsupported type {kind!r}")
-        return _coerce(text, options[0], where)
-    if origin is Literal:
-        choices = typing.get_args(kind)
-        if text not in choices:
-            raise UserError(f"{where}={text}: expected one of {', '.join(map(str, choices))}")
-        return text
-    if kind is bool:
-        if text.lower() not in _BOOLS:
-            raise UserError(f"{where}={text}: expected true or false")
-        return _BOOLS[text.lower()]
-    if kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            label = "an integer" if kind is int else "a number"
-            raise UserError(f"{where}={text}: expected {label}") from None
-    if kind is str:
-        return text
-    raise TypeError(f"parameter {where} has unsupported type {kind!r}; use bool/int/float/str")
