@@ -55,7 +55,11 @@ def test_tables_report_thread_states_and_preemptors() -> None:
         "frame-deadlines", load_profile("nokia-1"), 1, {"duration_s": "2", "hogs": "4"}
     )
     states = record.tables["thread_states"]
-    assert set(states["thread"]) == {"frame", "rt_io", "hog0", "hog1", "hog2", "hog3"}
+    apps = {"frame", "rt_io", "hog0", "hog1", "hog2", "hog3"}
+    kernel = {"kswapd0", "mmcqd", "lmkd"}
+    assert set(states["thread"]) == apps | kernel
+    # No memory pressure and no I/O here: the kernel threads never run.
+    assert states[states["thread"].isin(kernel)]["running_s"].eq(0).all()
     totals = states[["running_s", "runnable_s", "runnable_preempted_s", "sleeping_s"]].sum(axis=1)
     assert totals.round(9).eq(2.0).all()
     assert "rt_io" in set(record.tables["preemption_summary"]["preemptor"])

@@ -376,6 +376,10 @@ class Cpu:
                 thread.state_ns[thread.state] += now - thread._since
                 thread._since = now
 
+    def busy_threads(self) -> int:
+        """Threads running or waiting for a core (PSI's non-idle, productive tasks)."""
+        return len(self.cores) - self._n_idle + self._n_rt_queued + self._n_cfs_queued
+
     def thread_table(self) -> list[dict[str, Any]]:
         """Per-thread identity and state times in ns (call after :meth:`finish`)."""
         rows = []

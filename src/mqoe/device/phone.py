@@ -1,13 +1,20 @@
 """A phone assembled from a device profile: the subsystems on one engine.
 
-Later subsystems (memory, lmk, storage, gpu, display, net) join here; experiments and
-workloads reach them through the phone's attributes and their small public methods.
+``phone.cpu`` (cores and scheduler), ``phone.processes`` (pids, oom_score_adj),
+``phone.storage`` (the I/O path and mmcqd), ``phone.memory`` (pages, kswapd, zRAM,
+refaults, vmpressure, PSI), ``phone.lmkd`` and ``phone.trims`` (low-memory killer and
+onTrimMemory). Later subsystems (gpu, display, net on the phone) join here; workloads
+reach them through these attributes and their small public methods.
 """
 
 from __future__ import annotations
 
 from mqoe.device.cpu import Cpu
+from mqoe.device.lmk import Lmkd, TrimSignals
+from mqoe.device.memory import Memory
+from mqoe.device.process import ProcessTable
 from mqoe.device.profiles import DeviceProfile
+from mqoe.device.storage import Storage
 from mqoe.engine import Environment
 
 
@@ -18,6 +25,13 @@ class Phone:
         self.profile = profile
         self.env = Environment(seed, trace=trace)
         self.cpu = Cpu(self.env, profile)
+        self.processes = ProcessTable()
+        self.storage = Storage(self.env, self.cpu, profile.storage)
+        self.memory = Memory(self.env, self.cpu, self.storage, self.processes, profile.memory)
+        self.lmkd = Lmkd(
+            self.env, self.cpu, self.memory, self.processes, profile.lmk, profile.low_ram
+        )
+        self.trims = TrimSignals(self.env, self.processes, profile.lmk)
 
     @property
     def now_ns(self) -> int:

@@ -80,11 +80,99 @@ class CpuSpec(_Model):
 
 class MemorySpec(_Model):
     ram_mb: int = Field(ge=256, le=65536)
+    # Carve-outs (modem, GPU, TrustZone) plus kernel text/data: RAM userspace never sees.
+    # None → 12% of RAM (a 1 GB Go phone reports MemTotal ≈ 880 MB; calibration).
+    reserved_mb: int | None = Field(default=None, ge=0)
+    swappiness: int = Field(default=60, ge=0, le=200)  # vm.swappiness, Linux default
+    watermark_scale_factor: int = Field(default=10, ge=1, le=1000)  # mm/page_alloc.c
+    # zRAM: size as a fraction of RAM and the compression ratio (spec 06: kernel docs
+    # expect ~2:1; lz4 ≈ 2.6:1 on desktop samples, lower on small devices).
+    zram_fraction: float = Field(default=0.5, ge=0, le=2)
+    zram_ratio: float = Field(default=2.0, gt=1, le=10)
+    # Reclaim CPU costs in reference cycles per 4 KB page (calibration constants:
+    # LRU scan ~0.3 µs; lz4 ~350 MB/s compress, ~1.3 GB/s decompress on a 1 GHz A53).
+    scan_cycles_per_page: int = Field(default=300, ge=0)
+    compress_cycles_per_page: int = Field(default=12_000, ge=0)
+    decompress_cycles_per_page: int = Field(default=3_000, ge=0)
+    # A page of a hot (foreground/visible) process found referenced gets a second
+    # chance instead of being reclaimed (active-list rotation); calibration constant.
+    hot_referenced_fraction: float = Field(default=0.5, ge=0, le=1)
+
+    @property
+    def total_pages(self) -> int:
+        return self.ram_mb * 256
+
+    @property
+    def reserved_pages(self) -> int:
+        mb = self.reserved_mb if self.reserved_mb is not None else round(self.ram_mb * 0.12)
+        return mb * 256
 
 
 class StorageSpec(_Model):
     type: Literal["emmc", "ufs"]
     capacity_gb: int = Field(ge=1, le=4096)
+    # Request service times (calibration: eMMC 4.5/5.0 random 4 KB reads ~0.2–0.4 ms,
+    # UFS 2.x ~0.1 ms; per extra page at sequential speed ~100 MB/s eMMC, 400 MB/s UFS).
+    read_latency_us: float | None = Field(default=None, gt=0)
+    write_latency_us: float | None = Field(default=None, gt=0)
+    per_page_us: float | None = Field(default=None, ge=0)
+    # CPU the block layer + host driver spend per request in mmcqd (reference cycles;
+    # calibration: tens of µs on an A53).
+    cycles_per_request: int = Field(default=40_000, ge=0)
+    readahead_pages: int = Field(default=32, ge=1, le=512)  # VM readaround on a fault
+
+    @property
+    def read_us(self) -> float:
+        return self.read_latency_us or (300.0 if self.type == "emmc" else 100.0)
+
+    @property
+    def write_us(self) -> float:
+        return self.write_latency_us or (500.0 if self.type == "emmc" else 150.0)
+
+    @property
+    def page_us(self) -> float:
+        if self.per_page_us is not None:
+            return self.per_page_us
+        return 40.0 if self.type == "emmc" else 10.0
+
+
+class LmkSpec(_Model):
+    """lmkd and ActivityManager trim configuration (spec 06)."""
+
+    # vmpressure: level → minimum killable oom_score_adj (legacy lmkd, spec 01);
+    # minfree: the (minfree KB, adj) table; psi: lmkd's PSI thresholds.
+    mode: Literal["vmpressure", "minfree", "psi"] = "vmpressure"
+    minfree_kb: Annotated[tuple[int, ...], Field(strict=False)] = (
+        12288,
+        18432,
+        24576,
+        36864,
+        43008,
+        49152,
+    )  # spec 06
+    minfree_adj: Annotated[tuple[int, ...], Field(strict=False)] = (
+        0,
+        100,
+        200,
+        250,
+        900,
+        950,
+    )  # spec 06
+    medium_adj: int = 800  # vmpressure medium (≥ 60) kills cached/background (spec 01)
+    critical_adj: int = 0  # vmpressure critical (≥ 95) makes the foreground killable
+    psi_partial_stall_ms: int | None = None  # None: 70, or 200 on low-RAM devices (spec 06)
+    psi_complete_stall_ms: int = 700  # spec 06
+    kill_cycles: int = 2_000_000  # lmkd's CPU per kill (reads /proc of every process)
+    kill_free_delay_ms: float = 50.0  # SIGKILL → pages back on the free list
+    # ActivityManager: cached+empty count at or below which fg apps get RUNNING_MODERATE,
+    # LOW, CRITICAL trims (spec 01: 6/5/3 on the 1 GB Go phone; spec 06 defaults 5/3).
+    trim_cached_thresholds: Annotated[tuple[int, int, int], Field(strict=False)] = (6, 5, 3)
+
+    @model_validator(mode="after")
+    def _tables_match(self) -> LmkSpec:
+        if len(self.minfree_kb) != len(self.minfree_adj):
+            raise ValueError("minfree_kb and minfree_adj must have the same length")
+        return self
 
 
 class DisplaySpec(_Model):
@@ -107,6 +195,7 @@ class DeviceProfile(_Model):
     memory: MemorySpec
     storage: StorageSpec
     display: DisplaySpec
+    lmk: LmkSpec = LmkSpec()
     # Where the numbers come from, per section (REQUIRED_SOURCES at least).
     sources: dict[str, str]
 

@@ -1,0 +1,198 @@
+"""lmkd (the low-memory killer daemon) and ActivityManager's trim signals (spec 06).
+
+lmkd modes:
+
+* ``vmpressure`` (legacy lmkd, spec 01): a vmpressure *medium* sample makes processes
+  with oom_score_adj ≥ ``medium_adj`` (cached/background) killable, *critical* makes
+  everything ≥ ``critical_adj`` (the foreground too) killable.
+* ``minfree`` (the in-kernel LMK's table): on a vmpressure sample, the first level whose
+  minfree exceeds both free memory and the file cache gives the minimum killable adj.
+* ``psi``: lmkd polls memory PSI over 1 s windows; "full" stall ≥ ``psi_complete_stall_ms``
+  is critical (adj ≥ 0 killable); "some" ≥ the partial threshold with free memory below
+  the low watermark or heavy refaulting kills adj > 200 (simplified from lmkd.cpp's
+  reasons: low watermark, critical PSI, thrashing).
+
+A kill costs lmkd CPU (it reads every process's /proc files), picks the process with
+the highest oom_score_adj at or above the minimum (the heaviest among equals), makes all
+its threads exit at once and returns its pages after a teardown delay; lmkd handles no
+new event until then (one kill per event, as on low-RAM devices).
+
+Trim signals: when the number of cached processes falls to the configured thresholds
+(spec 01: 6 / 5 / 3 on the 1 GB Go phone) the foreground app is sent
+``onTrimMemory(RUNNING_MODERATE / LOW / CRITICAL)``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+
+from mqoe.device.cpu import Cpu, RealTime
+from mqoe.device.memory import Memory, VmPressure
+from mqoe.device.process import PERCEPTIBLE_APP_ADJ, Process, ProcessTable
+from mqoe.device.profiles import LmkSpec
+from mqoe.engine import Environment, Event, ms
+
+# ComponentCallbacks2 trim levels (spec 06).
+TRIM_NONE = 0
+TRIM_RUNNING_MODERATE = 5
+TRIM_RUNNING_LOW = 10
+TRIM_RUNNING_CRITICAL = 15
+_PSI_WINDOW_NS = ms(1000)
+_PSI_POLL_NS = ms(100)
+
+
+@dataclass(frozen=True, slots=True)
+class Kill:
+    time_ns: int
+    pid: int
+    name: str
+    oom_score_adj: int
+    rss_pages: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Trim:
+    time_ns: int
+    level: int
+    cached: int
+
+
+class Lmkd:
+    def __init__(
+        self,
+        env: Environment,
+        cpu: Cpu,
+        memory: Memory,
+        processes: ProcessTable,
+        spec: LmkSpec,
+        low_ram: bool,
+    ) -> None:
+        self.env = env
+        self.cpu = cpu
+        self.memory = memory
+        self.processes = processes
+        self.spec = spec
+        self.thread = cpu.thread("lmkd", RealTime(1), process="lmkd")  # SCHED_FIFO, lmkd.cpp
+        self.kills: list[Kill] = []
+        self._busy = False
+        partial = spec.psi_partial_stall_ms or (200 if low_ram else 70)
+        self._psi_partial_ns = ms(partial)
+        self._thrashing_limit = 30 if low_ram else 100  # % (spec 06)
+        if spec.mode in ("vmpressure", "minfree"):
+            memory.vmpressure_listeners.append(self._on_vmpressure)
+        else:
+            env.process(self._psi_monitor(), "lmkd-psi")
+
+    # -- triggers ---------------------------------------------------------------------
+    def _on_vmpressure(self, sample: VmPressure) -> None:
+        spec = self.spec
+        if spec.mode == "vmpressure":
+            if sample.level == "critical":
+                self._request(spec.critical_adj, "vmpressure critical")
+            elif sample.level == "medium":
+                self._request(spec.medium_adj, "vmpressure medium")
+            return
+        free_kb = self.memory.free_pages * 4
+        file_kb = self.memory.file_pages * 4
+        for minfree, adj in zip(spec.minfree_kb, spec.minfree_adj, strict=True):
+            if free_kb < minfree and file_kb < minfree:
+                self._request(adj, f"minfree {minfree} KB")
+                return
+
+    def _psi_monitor(self) -> Generator[Event, object, None]:
+        history: deque[tuple[int, int, int, int]] = deque()
+        memory = self.memory
+        while True:
+            yield self.env.timeout(_PSI_POLL_NS)
+            memory._account_psi()
+            now = self.env.now
+            history.append((now, memory.psi_some_ns, memory.psi_full_ns, memory.workingset_refault))
+            while history and history[0][0] < now - _PSI_WINDOW_NS:
+                history.popleft()
+            _, some0, full0, refault0 = history[0]
+            some, full = memory.psi_some_ns - some0, memory.psi_full_ns - full0
+            if full >= ms(self.spec.psi_complete_stall_ms):
+                self._request(0, "critical PSI")
+            elif some >= self._psi_partial_ns:
+                file_lru = max(1, memory.file_pages)
+                thrashing = (memory.workingset_refault - refault0) * 100 / file_lru
+                if memory.free_pages < memory.low_wmark:
+                    self._request(PERCEPTIBLE_APP_ADJ + 1, "low watermark")
+                elif thrashing >= self._thrashing_limit:
+                    self._request(PERCEPTIBLE_APP_ADJ + 1, "thrashing")
+
+    # -- killing ----------------------------------------------------------------------
+    def _request(self, min_adj: int, reason: str) -> None:
+        if self._busy:
+            return
+        self._busy = True
+        self.env.process(self._kill(min_adj, reason), "lmkd-kill")
+
+    def victim(self, min_adj: int) -> Process | None:
+        """The highest oom_score_adj ≥ ``min_adj``; among equals the heaviest."""
+        eligible = [p for p in self.processes.alive if p.oom_score_adj >= min_adj]
+        if not eligible:
+            return None
+        return max(eligible, key=lambda p: (p.oom_score_adj, p.rss_pages, p.pid))
+
+    def _kill(self, min_adj: int, reason: str) -> Generator[Event, object, None]:
+        yield self.cpu.run(self.thread, self.spec.kill_cycles)
+        process = self.victim(min_adj)
+        if process is not None:
+            self.kill(process, reason)
+            yield self.env.timeout(ms(self.spec.kill_free_delay_ms))
+        self._busy = False
+
+    def kill(self, process: Process, reason: str) -> None:
+        """SIGKILL: threads exit now; pages come back after the teardown delay."""
+        now = self.env.now
+        self.kills.append(
+            Kill(now, process.pid, process.name, process.oom_score_adj, process.rss_pages, reason)
+        )
+        for thread in process.threads:
+            self.cpu.exit(thread)
+        self.processes.mark_killed(process, now, reason)
+        self.env.schedule(ms(self.spec.kill_free_delay_ms), lambda _: self.memory.release(process))
+
+
+class TrimSignals:
+    """ActivityManager's memory factor from the cached-process count → onTrimMemory."""
+
+    def __init__(self, env: Environment, processes: ProcessTable, spec: LmkSpec) -> None:
+        self.env = env
+        self.processes = processes
+        self.thresholds = spec.trim_cached_thresholds
+        self.level = TRIM_NONE
+        self.history: list[Trim] = []
+        self.listeners: list[Callable[[int], None]] = []
+        self.armed = False
+        processes.listeners.append(self._on_change)
+
+    def arm(self) -> None:
+        """Start signalling (after the workload has set up the phone's processes)."""
+        self.armed = True
+        self._on_change(None, "arm")
+
+    def level_for(self, cached: int) -> int:
+        moderate, low, critical = self.thresholds
+        if cached <= critical:
+            return TRIM_RUNNING_CRITICAL
+        if cached <= low:
+            return TRIM_RUNNING_LOW
+        if cached <= moderate:
+            return TRIM_RUNNING_MODERATE
+        return TRIM_NONE
+
+    def _on_change(self, _: Process | None, event: str) -> None:
+        if not self.armed:
+            return
+        cached = self.processes.cached_count()
+        level = self.level_for(cached)
+        if level != self.level:
+            self.level = level
+            self.history.append(Trim(self.env.now, level, cached))
+            for listener in self.listeners:
+                listener(level)

@@ -1,0 +1,96 @@
+"""Processes: pid, parent, oom_score_adj, threads and their memory (in pages).
+
+The memory model keeps each process's page counts here (the kernel's mm_struct
+counters); lmkd reads oom_score_adj; a kill makes every thread exit at once and hands
+the pages back after a teardown delay (see :meth:`ProcessTable.kill`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mqoe.device.cpu import Thread
+
+# frameworks/base ProcessList.java (spec 06).
+NATIVE_ADJ = -1000
+SYSTEM_ADJ = -900
+FOREGROUND_APP_ADJ = 0
+VISIBLE_APP_ADJ = 100
+PERCEPTIBLE_APP_ADJ = 200
+SERVICE_ADJ = 500
+HOME_APP_ADJ = 600
+PREVIOUS_APP_ADJ = 700
+CACHED_APP_MIN_ADJ = 900
+CACHED_APP_MAX_ADJ = 999
+ZYGOTE_PID = 2  # every app is a child of zygote (spec 05)
+
+
+@dataclass(eq=False)
+class Process:
+    pid: int
+    name: str
+    oom_score_adj: int
+    ppid: int = ZYGOTE_PID
+    threads: list[Thread] = field(default_factory=list)
+    alive: bool = True
+    started_ns: int = 0
+    killed_ns: int = -1
+    kill_reason: str = ""
+    # Memory, in 4 KB pages (owned by mqoe.device.memory).
+    anon_pages: int = 0  # resident anonymous pages
+    anon_swapped: int = 0  # anonymous pages held compressed in zRAM
+    file_ws_pages: int = 0  # file-backed working set (code, libraries, resources)
+    file_resident: int = 0  # …of which in RAM; the rest refaults when touched
+    gpu_pages: int = 0
+    on_kill: list[Callable[[Process], None]] = field(default_factory=list)
+
+    @property
+    def rss_pages(self) -> int:
+        """Resident pages (anon + file + GPU), as lmkd weighs processes."""
+        return self.anon_pages + self.file_resident + self.gpu_pages
+
+    @property
+    def cached(self) -> bool:
+        return self.oom_score_adj >= CACHED_APP_MIN_ADJ
+
+    def __repr__(self) -> str:
+        return f"Process({self.pid}, {self.name!r}, adj={self.oom_score_adj})"
+
+
+class ProcessTable:
+    """All processes of the phone; ``spawn`` and ``kill`` (listeners hear of both)."""
+
+    def __init__(self) -> None:
+        self.processes: list[Process] = []
+        self._next_pid = 100
+        self.listeners: list[Callable[[Process, str], None]] = []
+
+    def spawn(self, name: str, oom_score_adj: int, now_ns: int, ppid: int = ZYGOTE_PID) -> Process:
+        self._next_pid += 1
+        process = Process(self._next_pid, name, oom_score_adj, ppid, started_ns=now_ns)
+        self.processes.append(process)
+        for listener in self.listeners:
+            listener(process, "spawn")
+        return process
+
+    @property
+    def alive(self) -> list[Process]:
+        return [p for p in self.processes if p.alive]
+
+    def cached_count(self) -> int:
+        return sum(1 for p in self.processes if p.alive and p.cached)
+
+    def set_adj(self, process: Process, oom_score_adj: int) -> None:
+        process.oom_score_adj = oom_score_adj
+        for listener in self.listeners:
+            listener(process, "adj")
+
+    def mark_killed(self, process: Process, now_ns: int, reason: str) -> None:
+        process.alive = False
+        process.killed_ns = now_ns
+        process.kill_reason = reason
+        for callback in process.on_kill:
+            callback(process)
+        for listener in self.listeners:
+            listener(process, "kill")
