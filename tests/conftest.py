@@ -13,7 +13,13 @@ from mqoe.device.profiles import DeviceProfile
 _SOURCES = {k: "test fixture" for k in ("android", "cpu", "memory", "storage", "display")}
 
 
-def make_profile(clusters: list[tuple[int, float, float]], **sched: int) -> DeviceProfile:
+def make_profile(
+    clusters: list[tuple[int, float, float]],
+    memory: dict[str, Any] | None = None,
+    lmk: dict[str, Any] | None = None,
+    low_ram: bool = False,
+    **sched: int,
+) -> DeviceProfile:
     """clusters: (cores, max_freq_mhz, ipc_factor) per cluster, LITTLE first."""
     data: dict[str, Any] = {
         "name": "test-phone",
@@ -33,7 +39,9 @@ def make_profile(clusters: list[tuple[int, float, float]], **sched: int) -> Devi
             ],
             "sched": sched,
         },
-        "memory": {"ram_mb": 1024},
+        "memory": {"ram_mb": 1024, **(memory or {})},
+        "lmk": lmk or {},
+        "low_ram": low_ram,
         "storage": {"type": "emmc", "capacity_gb": 8},
         "display": {"width_px": 480, "height_px": 854},
         "sources": _SOURCES,

@@ -114,6 +114,7 @@ class Lmkd:
                 history.popleft()
             _, some0, full0, refault0 = history[0]
             some, full = memory.psi_some_ns - some0, memory.psi_full_ns - full0
+            fired = True
             if full >= ms(self.spec.psi_complete_stall_ms):
                 self._request(0, "critical PSI")
             elif some >= self._psi_partial_ns:
@@ -123,6 +124,14 @@ class Lmkd:
                     self._request(PERCEPTIBLE_APP_ADJ + 1, "low watermark")
                 elif thrashing >= self._thrashing_limit:
                     self._request(PERCEPTIBLE_APP_ADJ + 1, "thrashing")
+                else:
+                    fired = False
+            else:
+                fired = False
+            if fired:  # a kernel PSI trigger fires at most once per tracking window
+                history.clear()
+                history.append((now, memory.psi_some_ns, memory.psi_full_ns,
+                                memory.workingset_refault))  # fmt: skip
 
     # -- killing ----------------------------------------------------------------------
     def _request(self, min_adj: int, reason: str) -> None:

@@ -3,8 +3,8 @@ vmpressure and PSI — the mechanisms of spec 01.
 
 Every 4 KB page is in exactly one place (the conservation invariant,
 :meth:`Memory.check`): free, reserved (carve-outs and kernel), the unmapped page cache
-(clean or dirty), a process's resident anon, file or GPU pages, or the zRAM pool (the
-RAM holding compressed anon pages).
+(clean, dirty or under writeback), a process's resident anon, file or GPU pages, or the
+zRAM pool (the RAM holding compressed anon pages).
 
 * **Watermarks** (spec 06): min_free_kbytes = √(lowmem_kb × 16) clamped to 128 KB–64 MB;
   low = min + max(min/4, managed × scale/10000); high = min + 2 × that.
@@ -97,6 +97,7 @@ class Memory:
         self.free_pages = self.total_pages - self.reserved_pages
         self.cache_clean = 0  # unmapped page cache (files read or written, no owner)
         self.cache_dirty = 0
+        self.cache_writeback = 0  # dirty pages being written (/proc/meminfo Writeback)
         self.zram_stored = 0  # anon pages held in zRAM (uncompressed count)
         self.zram_limit = int(spec.total_pages * spec.zram_fraction)
         self._zram_bytes = 0.0  # compressed bytes
@@ -139,6 +140,7 @@ class Memory:
             self.reserved_pages,
             self.cache_clean,
             self.cache_dirty,
+            self.cache_writeback,
             self.used_by_processes(),
             self.zram_pool,
         )
@@ -395,9 +397,11 @@ class Memory:
     def _writeback(self, pages: int) -> None:
         """Dirty cache goes to storage; once written the pages are clean (reclaimable)."""
         self.pgpgout += pages
+        self.cache_writeback += pages
         done = self.storage.submit(pages, write=True)
 
         def cleaned(_: Event) -> None:
+            self.cache_writeback -= pages
             self.cache_clean += pages
 
         done.callbacks.append(cleaned)  # type: ignore[union-attr]

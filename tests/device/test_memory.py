@@ -1,0 +1,176 @@
+"""Memory: conservation, watermarks, kswapd, direct reclaim, zRAM, refaults, PSI."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from mqoe.device.cpu import ThreadState
+from mqoe.device.memory import watermarks
+from mqoe.device.phone import Phone
+from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ, Process
+from mqoe.device.profiles import load_profile
+from mqoe.engine import Event, ms, seconds
+from tests.conftest import make_profile
+
+MB = 256  # pages per MiB
+
+
+def phone(
+    ram_mb: int = 256, seed: int = 0, lmk: dict[str, Any] | None = None, **memory: Any
+) -> Phone:
+    spec = {"ram_mb": ram_mb, "reserved_mb": 0, **memory}
+    return Phone(make_profile([(4, 1000.0, 1.0)], memory=spec, lmk=lmk), seed)
+
+
+def app(p: Phone, name: str, adj: int) -> tuple[Process, Any]:
+    process = p.processes.spawn(name, adj, p.env.now)
+    thread = p.cpu.thread(name, process=name)
+    process.threads.append(thread)
+    return process, thread
+
+
+def run_gen(p: Phone, gen: Generator[Event, object, None]) -> None:
+    p.env.process(gen)
+
+
+def test_watermarks_follow_the_kernel_formula_for_the_nokia_1() -> None:
+    spec = load_profile("nokia-1").memory
+    managed = spec.total_pages - spec.reserved_pages
+    min_kb = int(math.sqrt(managed * 4 * 16))
+    step = max(min_kb // 4 // 4, managed * 10 // 10000)
+    assert watermarks(spec) == (min_kb // 4, min_kb // 4 + step, min_kb // 4 + 2 * step)
+
+
+def test_kswapd_sleeps_above_low_and_reclaims_to_high_below_it() -> None:
+    p = phone()
+    m = p.memory
+    _, cold_thread = app(p, "cold", CACHED_APP_MIN_ADJ)
+    hog, hog_thread = app(p, "hog", FOREGROUND_APP_ADJ)
+    # Fill with reclaimable cache, then allocate down to just above the low watermark.
+    run_gen(p, m.add_page_cache(cold_thread, 60 * MB))
+    p.run(ms(1))
+    run_gen(p, m.allocate(hog, hog_thread, m.free_pages - m.low_wmark - 10))
+    p.run(ms(10))
+    assert m.kswapd_wakeups == 0
+    assert m.pgscan == 0
+    run_gen(p, m.allocate(hog, hog_thread, 20))  # crosses low
+    p.run(ms(200))
+    assert m.kswapd_wakeups == 1
+    assert m.free_pages >= m.high_wmark  # reclaimed up to high, then slept
+    assert m.free_pages < m.high_wmark + 32  # …in batches of 32, not beyond
+    assert p.memory.kswapd.state_ns[ThreadState.RUNNING] > 0
+    m.check()
+
+
+def test_direct_reclaim_stalls_the_allocating_thread() -> None:
+    p = phone()
+    m = p.memory
+    _, cache_thread = app(p, "files", CACHED_APP_MIN_ADJ)
+    fg, fg_thread = app(p, "fg", FOREGROUND_APP_ADJ)
+    run_gen(p, m.add_page_cache(cache_thread, 100 * MB))
+    p.run(ms(1))
+    # One allocation far past min before kswapd can help: the allocator must reclaim.
+    run_gen(p, m.allocate(fg, fg_thread, m.free_pages - m.min_wmark + 5 * MB))
+    p.run(seconds(1))
+    assert m.allocstall == 1
+    assert m.pgscan_direct > 0
+    assert fg_thread.state_ns[ThreadState.RUNNING] > 0  # the reclaim ran on its thread
+    assert m.psi_some_ns > 0
+    m.check()
+
+
+def test_anon_pages_go_to_zram_at_its_compression_ratio() -> None:
+    p = phone(swappiness=200, zram_ratio=2.0)  # swappiness 200: reclaim anon only
+    m = p.memory
+    bg, bg_thread = app(p, "bg", CACHED_APP_MIN_ADJ)
+    fg, fg_thread = app(p, "fg", FOREGROUND_APP_ADJ)
+    run_gen(p, m.allocate(bg, bg_thread, 100 * MB))
+    p.run(ms(1))
+    run_gen(p, m.allocate(fg, fg_thread, m.free_pages - m.min_wmark + MB))
+    p.run(seconds(1))
+    assert bg.anon_swapped > 0
+    assert m.zram_pool == math.ceil(bg.anon_swapped / 2)
+    assert m.pswpout == bg.anon_swapped
+    m.check()
+
+
+def test_touching_evicted_file_pages_reads_them_back_through_mmcqd() -> None:
+    p = phone()
+    m = p.memory
+    proc, thread = app(p, "video", FOREGROUND_APP_ADJ)
+    run_gen(p, m.allocate(proc, thread, 10 * MB, kind="file"))
+    p.run(ms(1))
+    proc.file_resident -= 5 * MB  # evicted earlier (half the working set)
+    m.cache_clean += 5 * MB  # …whose pages another owner holds now
+    run_gen(p, m.touch(proc, thread, file_pages=1000))
+    p.run(seconds(2))
+    assert 0 < m.workingset_refault <= 5 * MB
+    assert p.storage.reads > 0
+    assert thread.state_ns[ThreadState.BLOCKED_IO] > 0  # it waited in D state
+    assert p.storage.mmcqd.state_ns[ThreadState.RUNNING] > 0
+    m.check()
+
+
+def test_vmpressure_rises_when_reclaim_hits_hot_pages() -> None:
+    p = phone(hot_referenced_fraction=0.9, swappiness=0)
+    m = p.memory
+    fg, fg_thread = app(p, "fg", FOREGROUND_APP_ADJ)
+    run_gen(p, m.allocate(fg, fg_thread, 150 * MB, kind="file"))
+    p.run(ms(1))
+    other, other_thread = app(p, "fg2", FOREGROUND_APP_ADJ)
+    run_gen(p, m.allocate(other, other_thread, m.free_pages - m.min_wmark + 2 * MB))
+    p.run(seconds(1))
+    assert m.vmpressure
+    assert max(v.pressure for v in m.vmpressure) >= 60  # only hot pages left to scan
+    m.check()
+
+
+op = st.tuples(
+    st.sampled_from(["alloc", "alloc", "file", "gpu", "cache", "cache", "free", "touch", "kill"]),
+    st.integers(0, 5),  # process
+    st.sampled_from([1, 7, 2 * MB, 9 * MB, 25 * MB, 60 * MB]),  # pages: enough for pressure
+    st.integers(0, 300),  # ms later
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(op, min_size=5, max_size=30), st.integers(0, 100), st.integers(0, 200))
+@example(  # dirty cache under pressure: pages in writeback must still be counted
+    [("cache", 1, 25 * MB, 0)] + [("alloc", i, 60 * MB, 10 * i) for i in (0, 2, 3, 4)], 1, 100
+)
+def test_every_page_is_in_exactly_one_place_at_every_step(
+    ops: list[tuple[str, int, int, int]], seed: int, swappiness: int
+) -> None:
+    p = phone(seed=seed, swappiness=swappiness)
+    m = p.memory
+    procs = [app(p, f"p{i}", adj) for i, adj in enumerate([0, 100, 200, 700, 900, 950])]
+    for kind, who, pages, delay in ops:
+        process, thread = procs[who]
+
+        def act(
+            kind: str = kind, process: Process = process, thread: Any = thread, pages: int = pages
+        ) -> Generator[Event, object, None]:
+            if not process.alive or thread.busy or thread.state == ThreadState.BLOCKED_IO:
+                return
+            if kind in ("alloc", "file", "gpu"):
+                yield from m.allocate(process, thread, pages, "anon" if kind == "alloc" else kind)
+            elif kind == "cache":
+                yield from m.add_page_cache(thread, pages, dirty=pages % 3 != 0)
+            elif kind == "free":
+                m.free(process, pages)
+            elif kind == "touch":
+                yield from m.touch(process, thread, pages, pages)
+            else:
+                p.lmkd.kill(process, "test")
+
+        p.env.schedule(ms(delay), lambda _, a=act: p.env.process(a()))
+    end = ms(2000)
+    while (nxt := p.env.peek()) is not None and nxt < end:
+        p.env.step()
+        m.check()
+    assert m.free_pages >= 0
