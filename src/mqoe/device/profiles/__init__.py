@@ -23,6 +23,7 @@ from mqoe.device.profiles.schema import (
     MemorySpec,
     SchedSpec,
     StorageSpec,
+    VideoSpec,
 )
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "MemorySpec",
     "SchedSpec",
     "StorageSpec",
+    "VideoSpec",
     "catalog_names",
     "core_ipc_factor",
     "list_profiles",

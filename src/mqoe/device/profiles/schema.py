@@ -136,6 +136,19 @@ class StorageSpec(_Model):
         return 40.0 if self.type == "emmc" else 10.0
 
 
+class VideoSpec(_Model):
+    """Per-device cost of playing video (calibration constants, reference cycles).
+
+    Decoding is in hardware, but the CPU still parses, feeds and returns buffers; the
+    player composites each frame and SurfaceFlinger composes the screen. Defaults are
+    mid-range guesses pending the spec 01 §Calibration fit (documented per profile)."""
+
+    decode_cycles_per_mpixel: float = Field(default=2.0e6, ge=0)  # CPU side of HW decode
+    compose_cycles_per_mpixel: float = Field(default=3.0e6, ge=0)  # player compositor
+    main_cycles_per_frame: float = Field(default=1.5e6, ge=0)  # browser main thread
+    surfaceflinger_cycles_per_frame: float = Field(default=0.8e6, ge=0)
+
+
 class LmkSpec(_Model):
     """lmkd and ActivityManager trim configuration (spec 06)."""
 
@@ -196,6 +209,7 @@ class DeviceProfile(_Model):
     storage: StorageSpec
     display: DisplaySpec
     lmk: LmkSpec = LmkSpec()
+    video: VideoSpec = VideoSpec()
     # Where the numbers come from, per section (REQUIRED_SOURCES at least).
     sources: dict[str, str]
 

@@ -1,0 +1,299 @@
+"""A DASH video player on the phone (spec 01): frames are work on named threads.
+
+The player host (browser-like or app-like) is a process with threads:
+
+* ``decoder`` (MediaCodec's CPU side) decodes frames in order, up to ``queue_frames``
+  ahead of the playhead, once their chunk has arrived;
+* ``compositor`` composites each decoded frame when it is due, with the ``main`` thread's
+  per-frame work (the page/player logic) — a browser host has a heavier main thread;
+* SurfaceFlinger (a system thread) composes the screen.
+
+Frame *i* is due at ``start + i/fps`` and must be on screen by the next frame time; a
+frame decoded too late is dropped before compositing, one composed too late is dropped
+too (the player keeps 1× playback by skipping). Drop rate = dropped / frames due.
+Every frame's work touches the threads' working sets through the memory model, so
+evicted pages refault (storage reads behind mmcqd) and swapped pages decompress.
+
+Memory (the PSS that grows with resolution and frame rate) is allocated through the
+memory model: the host's baseline, decoder output buffers, compositor textures
+(both ∝ pixels × buffered frames) and the MSE source buffer (compressed chunks, ∝
+bitrate × buffered seconds). A kill by lmkd stops everything: a crash.
+
+Chunks come over a fast LAN that is never the bottleneck (as in the study): a 4 s chunk
+arrives after ``size / lan_mbps`` and its bytes go to the page cache (the browser's
+media cache) and the source buffer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+
+from mqoe.device.cpu import Fair, Thread
+from mqoe.device.phone import Phone
+from mqoe.device.process import FOREGROUND_APP_ADJ, Process
+from mqoe.engine import Event, seconds
+from mqoe.policies.abr.base import AbrRule, AbrState, Download, Representation, checked
+
+MB_PAGES = 256
+RESOLUTIONS = {240: (426, 240), 360: (640, 360), 480: (854, 480), 720: (1280, 720),
+               1080: (1920, 1080), 1440: (2560, 1440)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PlayerHost:
+    """What kind of app plays the video (calibration constants; spec 01 used a browser)."""
+
+    name: str
+    base_anon_mb: float  # JS heap, DOM, player state
+    base_file_mb: float  # code and libraries touched while playing
+    main_weight: float  # × the device's main-thread cycles per frame
+    queue_frames: int  # decoded frames the decoder may run ahead
+    touch_pages_per_frame: int  # working-set pages each frame's work touches
+    back_buffer_s: float  # played media kept in the source buffer
+
+
+BROWSER = PlayerHost("browser", 160.0, 90.0, 1.0, 4, 48, 30.0)  # Firefox + dash.js-like
+APP = PlayerHost("app", 60.0, 40.0, 0.3, 6, 24, 0.0)  # ExoPlayer-like
+HOSTS = {"browser": BROWSER, "app": APP}
+
+# Decode complexity relative to a travel vlog (genres differ only through it, spec 01).
+GENRES = {"travel": 1.0, "news": 0.8, "animation": 0.7, "sports": 1.3, "gaming": 1.2}
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRecord:
+    index: int
+    due_ns: int
+    shown: bool
+    representation: int
+
+
+class VideoPlayer:
+    def __init__(
+        self,
+        phone: Phone,
+        ladder: Sequence[Representation],
+        rule: AbrRule,
+        *,
+        host: PlayerHost = BROWSER,
+        genre: str = "travel",
+        duration_s: float = 120.0,
+        segment_s: float = 4.0,
+        buffer_max_s: float = 60.0,
+        lan_mbps: float = 100.0,
+    ) -> None:
+        if genre not in GENRES:
+            raise ValueError(f"genre must be one of {', '.join(GENRES)}")
+        self.phone = phone
+        self.ladder = tuple(ladder)
+        self.rule = rule
+        self.host = host
+        self.complexity = GENRES[genre]
+        self.duration_s = duration_s
+        self.segment_s = segment_s
+        self.buffer_max_s = buffer_max_s
+        self.lan_mbps = lan_mbps
+        env, cpu = phone.env, phone.cpu
+        self.process: Process = phone.processes.spawn(host.name, FOREGROUND_APP_ADJ, env.now)
+        self.decoder = cpu.thread("MediaCodec", Fair(-2), process=host.name)
+        self.compositor = cpu.thread("Compositor", Fair(-4), process=host.name)
+        self.main = cpu.thread("main", Fair(0), process=host.name)
+        self.network = cpu.thread("network", Fair(0), process=host.name)
+        self.process.threads += [self.decoder, self.compositor, self.main, self.network]
+        self.surfaceflinger = _surfaceflinger(phone)
+        self.crashed_ns = -1
+        self.frames: list[FrameRecord] = []
+        self.downloads: list[Download] = []
+        self.trim_level = 0
+        self.last_trim_s: float | None = None
+        self._chunks: list[int] = []  # representation of each downloaded chunk
+        self._decoded: deque[tuple[int, int, int]] = deque()  # (due offset, period, rep)
+        self._released_chunks = 0
+        self._wake_decoder: Event | None = None
+        self._wake_renderer: Event | None = None
+        self._wake_network: Event | None = None
+        self._start_ns = -1
+        self._frame_buffers_pages = 0
+        self.process.on_kill.append(self._on_kill)
+        phone.trims.listeners.append(self._on_trim)
+        self._procs = [env.process(self._boot_and_download(), "player")]
+
+    # -- public results ---------------------------------------------------------------
+    @property
+    def crashed(self) -> bool:
+        return self.crashed_ns >= 0
+
+    def frames_due(self, until_ns: int) -> int:
+        """Frames whose slot began before ``until_ns`` (the playback so far)."""
+        if self._start_ns < 0:
+            return 0
+        elapsed_s = (min(until_ns, self._end_ns()) - self._start_ns) / 1e9
+        due = 0.0
+        for k, rep in enumerate(self._chunks):
+            span = min(self.segment_s, elapsed_s - k * self.segment_s)
+            if span <= 0:
+                break
+            due += span * self._fps_of(rep)
+        return int(due)
+
+    def pss_pages(self) -> int:
+        p = self.process
+        return p.anon_pages + p.file_resident + p.gpu_pages + p.anon_swapped // 2
+
+    # -- processes --------------------------------------------------------------------
+    def _on_kill(self, _: Process) -> None:
+        self.crashed_ns = self.phone.env.now
+        for proc in self._procs:
+            proc.stop()
+
+    def _on_trim(self, level: int) -> None:
+        self.trim_level = level
+        if level:
+            self.last_trim_s = self.phone.env.now / 1e9
+
+    def _fps_of(self, representation: int) -> float:
+        return self.ladder[representation].fps or 30.0
+
+    def _pixels(self, representation: int) -> int:
+        height = self.ladder[representation].height_px or 480
+        width, h = RESOLUTIONS.get(height, (height * 16 // 9, height))
+        return width * h
+
+    def _end_ns(self) -> int:
+        return self._start_ns + seconds(self.duration_s)
+
+    def _boot_and_download(self) -> Generator[Event, object, None]:
+        memory, host = self.phone.memory, self.host
+        yield from memory.allocate(
+            self.process, self.main, int(host.base_file_mb * MB_PAGES), "file"
+        )
+        yield from memory.allocate(self.process, self.main, int(host.base_anon_mb * MB_PAGES))
+        env = self.phone.env
+        self._procs.append(env.process(self._decode_loop(), "decoder"))
+        self._procs.append(env.process(self._render_loop(), "renderer"))
+        n_chunks = math.ceil(self.duration_s / self.segment_s)
+        for k in range(n_chunks):
+            yield from self._wait_for_room(k)
+            yield from self._download(k)
+            self._nudge("_wake_decoder")
+
+    def _buffered_s(self) -> float:
+        played = 0.0 if self._start_ns < 0 else (self.phone.env.now - self._start_ns) / 1e9
+        return len(self._chunks) * self.segment_s - played
+
+    def _wait_for_room(self, k: int) -> Generator[Event, object, None]:
+        while self._buffered_s() > self.buffer_max_s - self.segment_s:
+            yield self.phone.env.timeout(
+                seconds(self._buffered_s() - self.buffer_max_s + self.segment_s)
+            )
+
+    def _download(self, k: int) -> Generator[Event, object, None]:
+        env, memory = self.phone.env, self.phone.memory
+        state = AbrState(
+            now_s=env.now / 1e9, ladder=self.ladder, segment_s=self.segment_s,
+            buffer_s=max(0.0, self._buffered_s()), buffer_max_s=self.buffer_max_s,
+            downloads=self.downloads, last=self._chunks[-1] if self._chunks else None,
+            trim_level=self.trim_level,
+        )  # fmt: skip
+        decision = checked(self.rule.choose(state), self.ladder, self.rule)
+        rep = decision.representation
+        size = int(self.ladder[rep].bitrate_kbps * 125 * self.segment_s)
+        start = env.now
+        yield env.timeout(max(1, round(size * 8 / (self.lan_mbps * 1e6) * 1e9)))
+        pages = size // 4096 + 1
+        yield from memory.add_page_cache(self.network, pages, dirty=True)  # media cache
+        yield from memory.allocate(self.process, self.network, pages)  # MSE source buffer
+        self.downloads.append(Download(k, rep, self.ladder[rep].bitrate_kbps, size,
+                                       start / 1e9, env.now / 1e9))  # fmt: skip
+        self._chunks.append(rep)
+
+    def _nudge(self, name: str) -> None:
+        event = getattr(self, name)
+        if event is not None and not event.triggered:
+            event.succeed()
+
+    def _decode_loop(self) -> Generator[Event, object, None]:
+        """Decode chunk by chunk, frame by frame, up to ``queue_frames`` ahead."""
+        env, memory, spec = self.phone.env, self.phone.memory, self.phone.profile.video
+        touch = self.host.touch_pages_per_frame
+        chunk = 0
+        while True:
+            while chunk >= len(self._chunks):
+                self._wake_decoder = Event(env)
+                yield self._wake_decoder
+            rep = self._chunks[chunk]
+            fps = self._fps_of(rep)
+            period = seconds(1 / fps)
+            offset = seconds(chunk * self.segment_s)
+            yield from self._ensure_frame_buffers(rep)
+            cycles = spec.decode_cycles_per_mpixel * self._pixels(rep) / 1e6 * self.complexity
+            for j in range(round(fps * self.segment_s)):
+                while len(self._decoded) >= self.host.queue_frames:
+                    self._wake_decoder = Event(env)
+                    yield self._wake_decoder
+                yield from memory.touch(self.process, self.decoder, touch, touch // 2)
+                yield self.phone.cpu.run(self.decoder, cycles)
+                self._decoded.append((offset + j * period, period, rep))
+                self._nudge("_wake_renderer")
+            chunk += 1
+
+    def _ensure_frame_buffers(self, rep: int) -> Generator[Event, object, None]:
+        """Decoder output buffers + compositor textures for this resolution (NV12 + RGBA)."""
+        frames = self.host.queue_frames + 4  # plus reference frames
+        pages = int(self._pixels(rep) * (1.5 + 4) * frames / 4096)
+        if pages > self._frame_buffers_pages:
+            yield from self.phone.memory.allocate(
+                self.process, self.decoder, pages - self._frame_buffers_pages, "gpu"
+            )
+            self._frame_buffers_pages = pages
+
+    def _render_loop(self) -> Generator[Event, object, None]:
+        """Show each decoded frame in its slot; late frames are dropped (1× playback)."""
+        env, cpu, memory = self.phone.env, self.phone.cpu, self.phone.memory
+        spec, host = self.phone.profile.video, self.host
+        while not self._decoded:
+            self._wake_renderer = Event(env)
+            yield self._wake_renderer
+        self._start_ns = env.now
+        end = self._end_ns()
+        while True:
+            if not self._decoded:
+                self._wake_renderer = Event(env)
+                yield self._wake_renderer
+                continue
+            offset, period, rep = self._decoded.popleft()
+            self._nudge("_wake_decoder")
+            due = self._start_ns + offset
+            if due >= end:
+                return
+            deadline = due + period
+            if env.now >= deadline:  # decoded too late: skipped before compositing
+                self.frames.append(FrameRecord(len(self.frames), due, False, rep))
+                continue
+            if env.now < due:
+                yield env.timeout(due - env.now)
+            yield from memory.touch(self.process, self.compositor, host.touch_pages_per_frame)
+            yield cpu.run(self.compositor, spec.compose_cycles_per_mpixel * self._pixels(rep) / 1e6)
+            yield cpu.run(self.main, spec.main_cycles_per_frame * host.main_weight)
+            yield cpu.run(self.surfaceflinger, spec.surfaceflinger_cycles_per_frame)
+            self.frames.append(FrameRecord(len(self.frames), due, env.now <= deadline, rep))
+            self._release_played(offset)
+
+    def _release_played(self, played_ns: int) -> None:
+        """Drop played chunks from the source buffer beyond the back buffer."""
+        keep_from = played_ns / 1e9 - self.host.back_buffer_s
+        while (self._released_chunks + 1) * self.segment_s < keep_from:
+            rep = self._chunks[self._released_chunks]
+            size = int(self.ladder[rep].bitrate_kbps * 125 * self.segment_s)
+            self.phone.memory.free(self.process, size // 4096 + 1)
+            self._released_chunks += 1
+
+
+def _surfaceflinger(phone: Phone) -> Thread:
+    for thread in phone.cpu.threads:
+        if thread.name == "surfaceflinger":
+            return thread
+    return phone.cpu.thread("surfaceflinger", Fair(-8), process="system")

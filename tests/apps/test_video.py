@@ -1,0 +1,75 @@
+"""The video player: drops come from missed deadlines, memory from what it buffers."""
+
+from __future__ import annotations
+
+import pytest
+
+from mqoe.apps.video import APP, VideoPlayer
+from mqoe.device.phone import Phone
+from mqoe.device.profiles import load_profile
+from mqoe.engine import seconds
+from mqoe.policies.abr import Fixed, Representation
+from tests.conftest import make_profile
+
+
+def _phone(compose_ms: float) -> Phone:
+    """One 1 GHz core (1 cycle = 1 ns) where compositing a 480p frame takes ``compose_ms``."""
+    pixels = 854 * 480
+    profile = make_profile([(1, 1000.0, 1.0)], memory={"ram_mb": 2048})
+    video = {"decode_cycles_per_mpixel": 0.0, "main_cycles_per_frame": 0.0,
+             "surfaceflinger_cycles_per_frame": 0.0,
+             "compose_cycles_per_mpixel": compose_ms * 1e6 / (pixels / 1e6)}  # fmt: skip
+    return Phone(profile.model_copy(update={"video": profile.video.model_copy(update=video)}), 1)
+
+
+def _play(phone: Phone, fps: float = 30.0, height: int = 480, seconds_: float = 8.0) -> VideoPlayer:
+    player = VideoPlayer(phone, [Representation(2500.0, height, fps)], Fixed(representation=0),
+                         host=APP, duration_s=seconds_)  # fmt: skip
+    phone.run(seconds(seconds_ + 5))
+    return player
+
+
+@pytest.mark.parametrize(("compose_ms", "dropped_share"), [(30.0, 0.0), (50.0, 1.0)])
+def test_a_frame_is_dropped_iff_its_work_misses_the_next_frame_time(
+    compose_ms: float, dropped_share: float
+) -> None:
+    # 30 fps: a frame has 33.3 ms. 30 ms of compositing always fits; 50 ms never does
+    # (and the backlog makes every later frame late too).
+    player = _play(_phone(compose_ms))
+    shown = [f.shown for f in player.frames]
+    assert len(shown) == 240
+    assert 1 - sum(shown) / len(shown) == pytest.approx(dropped_share, abs=0.01)
+
+
+def test_memory_grows_with_resolution_and_frame_rate() -> None:
+    pss = {}
+    for height, fps, kbps in [(240, 30, 500), (1080, 30, 8000), (1080, 60, 12000)]:
+        phone = Phone(load_profile("nexus-5"), 1)
+        player = VideoPlayer(phone, [Representation(kbps, height, fps)], Fixed(representation=0),
+                             duration_s=40)  # fmt: skip
+        phone.run(seconds(30))
+        pss[(height, fps)] = player.pss_pages() / 256
+        phone.memory.check()
+    assert pss[(1080, 30)] - pss[(240, 30)] > 60  # MB: frame buffers and source buffer
+    assert pss[(1080, 60)] > pss[(1080, 30)]
+
+
+def test_a_kill_is_a_crash_and_stops_playback() -> None:
+    phone = Phone(load_profile("nokia-1"), 1)
+    player = VideoPlayer(phone, [Representation(2500.0, 480, 30)], Fixed(representation=0),
+                         duration_s=60)  # fmt: skip
+    phone.run(seconds(10))
+    phone.lmkd.kill(player.process, "test")
+    shown_at_kill = len(player.frames)
+    phone.run(seconds(10))
+    assert player.crashed
+    assert len(player.frames) == shown_at_kill
+    assert all(t.state.name == "DEAD" for t in player.process.threads)
+    phone.memory.check()
+
+
+def test_same_seed_same_frames() -> None:
+    def frames() -> list[bool]:
+        return [f.shown for f in _play(_phone(33.0), seconds_=5).frames]
+
+    assert frames() == frames()
