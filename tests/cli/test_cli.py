@@ -148,3 +148,28 @@ def test_the_installed_command_runs_and_stores_into_the_default_dir(tmp_path: Pa
     )  # fmt: skip
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_analyze_memlog_summarises_a_fleet(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import numpy as np
+
+    from mqoe.analysis.memlog import synthesize_config, synthesize_phone
+
+    rng = np.random.default_rng(3)
+    for i in range(2):
+        folder = tmp_path / f"phone{i}"
+        folder.mkdir()
+        (folder / "phone.log").write_text(synthesize_phone(rng, 40.0, 2 * 1024**3))
+        (folder / "phone.conf").write_text(synthesize_config(2 * 1024**3))
+    out_dir = tmp_path / "tables"
+    code, out, _ = _run(capsys, "analyze", "memlog", str(tmp_path / "phone0"),
+                        str(tmp_path / "phone1"), "--json", "--out", str(out_dir))  # fmt: skip
+    assert code == 0
+    summary = json.loads(out)["summary"]
+    assert summary["n_phones"] == 2
+    assert 0.0 <= summary["median_of_median_utilisation"] <= 1.0
+    assert (out_dir / "comparison.csv").exists()
+    code, _, err = _run(capsys, "analyze", "memlog", str(tmp_path / "missing"))
+    assert code == 2 and "missing" in err

@@ -196,7 +196,7 @@ class VideoPlayer:
             now_s=env.now / 1e9, ladder=self.ladder, segment_s=self.segment_s,
             buffer_s=max(0.0, self._buffered_s()), buffer_max_s=self.buffer_max_s,
             downloads=self.downloads, last=self._chunks[-1] if self._chunks else None,
-            trim_level=self.trim_level,
+            trim_level=self.trim_level, last_trim_s=self.last_trim_s,
         )  # fmt: skip
         decision = checked(self.rule.choose(state), self.ladder, self.rule)
         rep = decision.representation

@@ -80,6 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     listing = rsub.add_parser("list", help="stored runs, newest first")
     listing.add_argument("--results", type=Path, default=None, help="results directory")
 
+    analyze = sub.add_parser("analyze", help="analyse real data pulled from phones")
+    asub = analyze.add_subparsers(dest="format", required=True, parser_class=_Parser)
+    memlog = asub.add_parser("memlog", help="memory-signal logs of many phones (spec 01 §7)")
+    memlog.add_argument("files", nargs="+", type=Path, help="log files or folders (one per phone)")
+    memlog.add_argument("--out", type=Path, default=None, help="write the tables as CSV here")
+    memlog.add_argument("--json", action="store_true", help="print the summary as JSON")
+    memlog.add_argument("--min-interactive-hours", type=float, default=10.0)
+    memlog.add_argument("--skip-bad-lines", action="store_true", help="skip and count bad lines")
+
     bench = sub.add_parser("bench", help="run the benchmarks and print speed figures")
     bench.add_argument("--quick", action="store_true", help="shorter measurements")
     return parser
@@ -336,6 +345,32 @@ def _print_frame(frame: Any, fmt: str) -> None:
         out.print(table)
 
 
+# -- analyze --------------------------------------------------------------------------
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from mqoe.analysis.memlog import SPEC01_POPULATION_FACTS, analyze, load_fleet
+    from mqoe.results import atomic_write_text
+
+    phones = load_fleet(args.files, skip_bad_lines=args.skip_bad_lines)
+    report = analyze(phones, min_interactive_hours=args.min_interactive_hours)
+    if args.out is not None:
+        for name, frame in report.tables.items():
+            atomic_write_text(args.out / f"{name}.csv", frame.to_csv(index=False))
+        atomic_write_text(args.out / "comparison.csv", report.comparison().to_csv(index=False))
+    if args.json:
+        payload = {
+            "summary": {k: _jsonable(v) for k, v in report.summary().items()},
+            "published": SPEC01_POPULATION_FACTS,
+        }
+        print(json.dumps(payload, indent=2, default=str))
+        return 0
+    _print_frame(report.tables["phones"], "table")
+    out.print("[bold]spec 01 population facts (kept phones)[/bold]")
+    _print_frame(report.comparison(), "table")
+    if args.out is not None:
+        out.print(f"tables written to {args.out}")
+    return 0
+
+
 # -- bench ----------------------------------------------------------------------------
 def _cmd_bench(args: argparse.Namespace) -> int:
     from mqoe.bench import run_all
@@ -350,6 +385,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _cmd_run,
     "reproduce": _cmd_reproduce,
     "results": _cmd_results,
+    "analyze": _cmd_analyze,
     "bench": _cmd_bench,
 }
 

@@ -201,6 +201,10 @@ class Thread:
         """True while the thread has work (running or runnable)."""
         return self._done is not None
 
+    @property
+    def alive(self) -> bool:
+        return self.state != ThreadState.DEAD
+
     def __repr__(self) -> str:
         return f"Thread({self.tid}, {self.name!r}, {self.state.name})"
 
@@ -355,15 +359,19 @@ class Cpu:
             self._refill(core)
 
     def exit(self, thread: Thread) -> None:
-        """The thread dies (process killed): it leaves the CPU; its pending work never ends."""
+        """The thread dies (process killed): it leaves the CPU at once. Its pending work's
+        event still fires, so code waiting on it can see ``thread.alive`` is False and
+        clean up (release a stall, stop) instead of waiting forever."""
         if thread.state == ThreadState.DEAD:
             return
         core = self._detach(thread)
         if core is not None:
             self._refill(core)
-        thread._done = None
+        done, thread._done = thread._done, None
         thread._remaining = 0.0
         self._set_state(thread, ThreadState.DEAD)
+        if done is not None:
+            done.succeed()
 
     def finish(self) -> None:
         """Close the books at the current time (call once after ``env.run``)."""

@@ -148,15 +148,19 @@ class Lmkd:
         return max(eligible, key=lambda p: (p.oom_score_adj, p.rss_pages, p.pid))
 
     def _kill(self, min_adj: int, reason: str) -> Generator[Event, object, None]:
-        yield self.cpu.run(self.thread, self.spec.kill_cycles)
+        yield self.cpu.run(self.thread, self.spec.event_cycles)
         process = self.victim(min_adj)
         if process is not None:
-            self.kill(process, reason)
-            yield self.env.timeout(ms(self.spec.kill_free_delay_ms))
+            yield self.cpu.run(self.thread, self.spec.kill_cycles)
+            if process.alive:
+                self.kill(process, reason)
+                yield self.env.timeout(ms(self.spec.kill_free_delay_ms))
         self._busy = False
 
     def kill(self, process: Process, reason: str) -> None:
         """SIGKILL: threads exit now; pages come back after the teardown delay."""
+        if not process.alive:
+            return
         now = self.env.now
         self.kills.append(
             Kill(now, process.pid, process.name, process.oom_score_adj, process.rss_pages, reason)

@@ -45,6 +45,7 @@ VMPRESSURE_WINDOW = 512  # scanned pages per vmpressure sample (mm/vmpressure.c)
 VMPRESSURE_MEDIUM = 60
 VMPRESSURE_CRITICAL = 95
 _OOM_WAIT_NS = ms(10)  # nothing left to reclaim: wait for lmkd (congestion_wait)
+_FAULT_STEP_PAGES = 256  # allocations fault in 1 MiB at a time
 
 
 def watermarks(spec: MemorySpec) -> tuple[int, int, int]:
@@ -157,22 +158,25 @@ class Memory:
     ) -> Generator[Event, object, None]:
         """Give ``process`` ``pages`` new pages (``kind`` anon | gpu | file); the calling
         thread reclaims directly if that would leave free memory below *min*."""
-        if pages <= 0:
-            return
-        yield from self._make_room(thread, pages)
-        if not process.alive:
-            return
-        self.free_pages -= pages
-        if kind == "anon":
-            process.anon_pages += pages
-        elif kind == "gpu":
-            process.gpu_pages += pages
-        elif kind == "file":
-            process.file_ws_pages += pages
-            process.file_resident += pages
-        else:
+        if kind not in ("anon", "gpu", "file"):
             raise ValueError(f"unknown page kind {kind!r}")
-        self._maybe_wake_kswapd()
+        # Pages arrive as they are faulted in, a step at a time, so free memory falls
+        # gradually (lmkd and kswapd see it happen) rather than all at once.
+        while pages > 0 and process.alive and thread.alive:
+            step = min(pages, _FAULT_STEP_PAGES)
+            yield from self._make_room(thread, step)
+            if not (process.alive and thread.alive):
+                return
+            self.free_pages -= step
+            if kind == "anon":
+                process.anon_pages += step
+            elif kind == "gpu":
+                process.gpu_pages += step
+            else:
+                process.file_ws_pages += step
+                process.file_resident += step
+            pages -= step
+            self._maybe_wake_kswapd()
 
     def free(self, process: Process, pages: int, kind: str = "anon") -> None:
         """``process`` unmaps ``pages`` of its own (anon pages in zRAM go first for anon)."""
@@ -194,6 +198,8 @@ class Memory:
     ) -> Generator[Event, object, None]:
         """File data read or written through the page cache with no owning process."""
         yield from self._make_room(thread, pages)
+        if not thread.alive:
+            return
         self.free_pages -= pages
         if dirty:
             self.cache_dirty += pages
@@ -210,41 +216,45 @@ class Memory:
         if file_pages and process.file_resident < process.file_ws_pages:
             evicted_share = 1 - process.file_resident / process.file_ws_pages
             faults = int(rng.binomial(file_pages, evicted_share))
-            while faults > 0 and process.alive:
+            while faults > 0 and process.alive and thread.alive:
                 chunk = min(self.storage.spec.readahead_pages, faults,
                             process.file_ws_pages - process.file_resident)  # fmt: skip
                 if chunk <= 0:
                     break
                 self._stall_begin(reclaiming=False)
-                yield from self._make_room(thread, chunk)
-                if not process.alive:
+                try:
+                    yield from self._make_room(thread, chunk)
+                    if not (process.alive and thread.alive):
+                        return
+                    chunk = min(chunk, process.file_ws_pages - process.file_resident)
+                    # The page-cache pages are allocated now and filled by the read.
+                    self.free_pages -= chunk
+                    process.file_resident += chunk
+                    self.workingset_refault += chunk
+                    self.cpu.set_io_wait(thread, True)
+                    yield self.storage.submit(chunk)
+                    if thread.alive:
+                        self.cpu.set_io_wait(thread, False)
+                finally:
                     self._stall_end(reclaiming=False)
-                    return
-                chunk = min(chunk, process.file_ws_pages - process.file_resident)
-                # The page-cache pages are allocated now and filled by the read.
-                self.free_pages -= chunk
-                process.file_resident += chunk
-                self.workingset_refault += chunk
-                self.cpu.set_io_wait(thread, True)
-                yield self.storage.submit(chunk)
-                self.cpu.set_io_wait(thread, False)
-                self._stall_end(reclaiming=False)
                 faults -= chunk
                 self._maybe_wake_kswapd()
-        if anon_pages and process.anon_swapped and process.alive:
+        if anon_pages and process.anon_swapped and process.alive and thread.alive:
             total = process.anon_pages + process.anon_swapped
             faults = int(rng.binomial(anon_pages, process.anon_swapped / total))
             if faults:
                 self._stall_begin(reclaiming=True)
-                yield from self._make_room(thread, faults)
-                faults = min(faults, process.anon_swapped)
-                if process.alive and faults:
-                    self._zram_remove(process, faults)
-                    self.free_pages -= faults
-                    process.anon_pages += faults
-                    self.pswpin += faults
-                    yield self.cpu.run(thread, faults * self.spec.decompress_cycles_per_page)
-                self._stall_end(reclaiming=True)
+                try:
+                    yield from self._make_room(thread, faults)
+                    faults = min(faults, process.anon_swapped)
+                    if process.alive and thread.alive and faults:
+                        self._zram_remove(process, faults)
+                        self.free_pages -= faults
+                        process.anon_pages += faults
+                        self.pswpin += faults
+                        yield self.cpu.run(thread, faults * self.spec.decompress_cycles_per_page)
+                finally:
+                    self._stall_end(reclaiming=True)
                 self._maybe_wake_kswapd()
 
     def release(self, process: Process) -> None:
@@ -283,12 +293,12 @@ class Memory:
         self.allocstall += 1
         self._stall_begin(reclaiming=True)
         try:
-            while self.free_pages - pages < self.min_wmark:
+            while self.free_pages - pages < self.min_wmark and thread.alive:
                 self._maybe_wake_kswapd()
                 batch = self._reclaim(SWAP_CLUSTER_MAX, direct=True)
                 if batch.cycles:
                     yield self.cpu.run(thread, batch.cycles)
-                if batch.reclaimed == 0:
+                if batch.reclaimed == 0 and thread.alive:
                     yield self.env.timeout(_OOM_WAIT_NS)  # wait for kswapd / lmkd
         finally:
             self._stall_end(reclaiming=True)
@@ -344,6 +354,11 @@ class Memory:
                     file_target -= self._reclaim_pages(process, "file", file_target, hot, batch)
                 if anon_target > 0 and process.anon_pages:
                     anon_target -= self._reclaim_pages(process, "anon", anon_target, hot, batch)
+        if batch.reclaimed + batch.writeback < target:
+            # Reclaim fell short: the kernel goes on scanning pages it cannot take
+            # (unevictable, or anon with zRAM full) at rising priority — scanned, not
+            # reclaimed, which is what drives vmpressure to critical.
+            batch.scanned += target - batch.reclaimed - batch.writeback
         batch.cycles += batch.scanned * spec.scan_cycles_per_page
         self.pgscan += batch.scanned
         self.pgsteal += batch.reclaimed

@@ -54,7 +54,8 @@ class Storage:
         done = self.submit(pages)
         self.cpu.set_io_wait(thread, True)
         yield done
-        self.cpu.set_io_wait(thread, False)
+        if thread.alive:
+            self.cpu.set_io_wait(thread, False)
 
     def service_ns(self, request: IoRequest) -> int:
         base = self.spec.write_us if request.write else self.spec.read_us

@@ -10,9 +10,10 @@ from mqoe.workloads.base import Scenario, ScenarioOutput, Session, parse_params
 from mqoe.workloads.frame_deadlines import FrameDeadlines
 from mqoe.workloads.spiral import Spiral
 from mqoe.workloads.trace_player import TraceAbr
+from mqoe.workloads.video import Video
 
 SCENARIOS: dict[str, Scenario] = {
-    scenario.name: scenario for scenario in (FrameDeadlines(), Spiral(), TraceAbr())
+    scenario.name: scenario for scenario in (FrameDeadlines(), Spiral(), TraceAbr(), Video())
 }
 
 

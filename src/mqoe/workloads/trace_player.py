@@ -163,7 +163,8 @@ def simulate_session(
         if buffer > room:
             now += buffer - room
             buffer = room
-        state = AbrState(now, ladder, segment_s, buffer, buffer_max_s, history, last, 0, no_frames)
+        state = AbrState(now, ladder, segment_s, buffer, buffer_max_s, history, last,
+                         trim_level=0, frame_stats=no_frames)  # fmt: skip
         decision = choose(state)
         index = decision.representation
         if not 0 <= index < len(ladder):

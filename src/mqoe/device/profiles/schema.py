@@ -175,7 +175,8 @@ class LmkSpec(_Model):
     critical_adj: int = 0  # vmpressure critical (≥ 95) makes the foreground killable
     psi_partial_stall_ms: int | None = None  # None: 70, or 200 on low-RAM devices (spec 06)
     psi_complete_stall_ms: int = 700  # spec 06
-    kill_cycles: int = 2_000_000  # lmkd's CPU per kill (reads /proc of every process)
+    event_cycles: int = 200_000  # lmkd's CPU per event (reads /proc/meminfo, zoneinfo)
+    kill_cycles: int = 2_000_000  # …and per kill (reads /proc of every process)
     kill_free_delay_ms: float = 50.0  # SIGKILL → pages back on the free list
     # ActivityManager: cached+empty count at or below which fg apps get RUNNING_MODERATE,
     # LOW, CRITICAL trims (spec 01: 6/5/3 on the 1 GB Go phone; spec 06 defaults 5/3).

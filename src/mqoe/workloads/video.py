@@ -1,0 +1,198 @@
+"""Scenario ``video``: a DASH session under memory pressure (spec 01).
+
+Boot: the phone holds ``boot_cached`` cached processes (system and recent apps); with
+``apps`` > 0 the user first opens that many ordinary apps (organic pressure). Then the
+pressure generator (a service at nice −17) allocates memory in 5 MiB chunks until the
+trim level of ``pressure`` arrives, and holds it. The video starts once the target is
+reached (or at ``setup_s`` at the latest) and plays ``duration_s`` at a fixed
+representation — or adapts its frame rate / resolution on trim signals (``adapt``).
+Frame drops, crashes and the kernel threads' CPU come out of the mechanisms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import pandas as pd
+
+from mqoe.apps.background import PressureGenerator, boot_background, open_apps
+from mqoe.apps.video import GENRES, HOSTS, VideoPlayer
+from mqoe.device.phone import Phone
+from mqoe.engine import seconds
+from mqoe.metrics.sched import preemption_summary, thread_states
+from mqoe.policies.abr import AbrRule, Fixed, MostConservative, Representation, make_rule
+from mqoe.policies.memory_adapt import MemoryAware
+from mqoe.workloads.base import ScenarioOutput, Session
+
+# Spec 01 §Setup facts: kbit/s at 30 fps and at 60 fps (24 and 48 fps use the 30/60 rates,
+# as the study's 480p frame-rate ladder 2.5/2.5/4/4 Mbit/s does).
+BITRATES_30 = {240: 500, 360: 1000, 480: 2500, 720: 5000, 1080: 8000, 1440: 16000}
+BITRATES_60 = {240: 1000, 360: 1500, 480: 4000, 720: 7500, 1080: 12000, 1440: 24000}
+FPS_CHOICES = (24, 30, 48, 60)
+PRESSURES = ("normal", "moderate", "low", "critical")
+
+
+def ladder() -> tuple[Representation, ...]:
+    """Every resolution × frame rate of spec 01, sorted by bitrate (then height, fps)."""
+    reps = [
+        Representation(float((BITRATES_60 if fps > 30 else BITRATES_30)[h]), h, float(fps))
+        for h in BITRATES_30
+        for fps in FPS_CHOICES
+    ]
+    return tuple(sorted(reps, key=lambda r: (r.bitrate_kbps, r.height_px or 0, r.fps or 0)))
+
+
+@dataclass(frozen=True)
+class VideoParams:
+    duration_s: float = 120.0  # playback (spec 01: ~120 s per run)
+    resolution: str = "1080p"  # 240p … 1440p
+    fps: int = 30  # encoded frame rate: 24, 30, 48 or 60
+    genre: str = "travel"  # decode complexity (spec 01: genres differ only through it)
+    player: str = "browser"  # browser (dash.js in a mobile browser) | app (ExoPlayer-like)
+    pressure: str = "normal"  # start state: normal | moderate | low | critical
+    apps: int = 0  # ordinary apps opened before the video (organic pressure)
+    boot_cached: int = 12  # cached processes after boot (calibration)
+    adapt: str = "none"  # memory-aware adaptation: none | fps | resolution | both
+    quiet_s: float = 30.0  # adaptation: recover after this long without trims
+    rule: str = ""  # a network ABR rule spec to combine with the fixed choice
+    setup_s: float = 60.0  # the video starts by then even if the target state is not reached
+
+    def __post_init__(self) -> None:
+        if self.duration_s <= 0 or self.setup_s < 0:
+            raise ValueError("duration_s must be positive and setup_s not negative")
+        if self.resolution.lower().removesuffix("p") not in {str(h) for h in BITRATES_30}:
+            raise ValueError(f"resolution must be one of {', '.join(f'{h}p' for h in BITRATES_30)}")
+        if self.fps not in FPS_CHOICES:
+            raise ValueError(f"fps must be one of {', '.join(map(str, FPS_CHOICES))}")
+        if self.genre not in GENRES:
+            raise ValueError(f"genre must be one of {', '.join(GENRES)}")
+        if self.player not in HOSTS:
+            raise ValueError(f"player must be one of {', '.join(HOSTS)}")
+        if self.pressure not in PRESSURES:
+            raise ValueError(f"pressure must be one of {', '.join(PRESSURES)}")
+        if self.adapt not in ("none", "fps", "resolution", "both"):
+            raise ValueError("adapt must be none, fps, resolution or both")
+        if self.apps < 0 or self.boot_cached < 0:
+            raise ValueError("apps and boot_cached must not be negative")
+
+    @property
+    def height(self) -> int:
+        return int(self.resolution.lower().removesuffix("p"))
+
+
+def build_rule(params: VideoParams, reps: tuple[Representation, ...]) -> AbrRule:
+    chosen = next(
+        i for i, r in enumerate(reps) if r.height_px == params.height and r.fps == params.fps
+    )
+    rules: list[AbrRule] = [Fixed(representation=chosen)]
+    if params.adapt != "none":
+        rules.append(MemoryAware(step=params.adapt, quiet_s=params.quiet_s))  # type: ignore[arg-type]
+    if params.rule:
+        rules.append(make_rule(params.rule))
+    return rules[0] if len(rules) == 1 else MostConservative(rules)
+
+
+class Video:
+    name = "video"
+    summary = "a DASH session on a phone under memory pressure (spec 01)"
+    params_type = VideoParams
+    quick: Mapping[str, str] = MappingProxyType(
+        {"duration_s": "10", "resolution": "480p", "pressure": "moderate", "setup_s": "20"}
+    )
+
+    def build(self, phone: Phone, params: VideoParams) -> Session:
+        env = phone.env
+        rng = env.rng("background")
+        boot_background(phone, params.boot_cached, rng)
+        if params.apps:
+            open_apps(phone, params.apps, rng)
+        reps = ladder()
+        rule = build_rule(params, reps)
+        state: dict[str, object] = {}
+
+        def start_video(_: object = None) -> None:
+            if "player" not in state:
+                state["player"] = VideoPlayer(
+                    phone, reps, rule, host=HOSTS[params.player], genre=params.genre,
+                    duration_s=params.duration_s,
+                )  # fmt: skip
+                state["start_ns"] = env.now
+
+        def after_boot(_: object) -> None:
+            phone.trims.arm()
+            if params.pressure == "normal":
+                start_video()
+                return
+            generator = PressureGenerator(phone, params.pressure)
+            state["generator"] = generator
+            generator.done.callbacks.append(start_video)  # type: ignore[union-attr]
+
+        env.schedule(seconds(2), after_boot)
+        env.schedule(seconds(params.setup_s), start_video)
+        duration_ns = seconds(params.setup_s + params.duration_s + 2)
+
+        def collect() -> ScenarioOutput:
+            return _collect(phone, params, state)
+
+        return Session(duration_ns, collect)
+
+
+def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> ScenarioOutput:
+    player = state.get("player")
+    assert isinstance(player, VideoPlayer)
+    start_ns = int(state["start_ns"])  # type: ignore[call-overload]
+    now = phone.env.now
+    frames = pd.DataFrame(
+        [(f.index, f.due_ns, f.shown, f.representation) for f in player.frames],
+        columns=["index", "due_ns", "shown", "representation"],
+    )
+    due = player.frames_due(player.crashed_ns if player.crashed else now)
+    shown = int(frames["shown"].sum()) if len(frames) else 0
+    per_second = (
+        frames.loc[frames["shown"].astype(bool)]
+        .assign(second=lambda f: (f["due_ns"] - start_ns) // 10**9)
+        .groupby("second").size().rename("rendered_fps").reset_index()
+    )  # fmt: skip
+    threads = pd.DataFrame(phone.cpu.thread_table())
+    preemptions = pd.DataFrame(phone.cpu.preemptions.rows())
+    cpu = threads.set_index("thread")["running_ns"]
+    played_s = max(1e-9, min(params.duration_s, (now - start_ns) / 1e9))
+    kills = pd.DataFrame(
+        [
+            (k.time_ns, k.pid, k.name, k.oom_score_adj, k.rss_pages, k.reason)
+            for k in phone.lmkd.kills
+        ],
+        columns=["time_ns", "pid", "name", "oom_score_adj", "rss_pages", "reason"],
+    )
+    memory = phone.memory
+    generator = state.get("generator")
+    metrics: dict[str, float | int | bool | str] = {
+        "frame_drop_pct": 100.0 * (1 - shown / due) if due else 100.0,
+        "crashed": player.crashed,
+        "crash_time_s": (player.crashed_ns - start_ns) / 1e9 if player.crashed else -1.0,
+        "rendered_fps": shown / played_s,
+        "frames_due": due,
+        "pss_mb": player.pss_pages() / 256,
+        "kills": len(kills),
+        "kills_during_video": int((kills["time_ns"] >= start_ns).sum()) if len(kills) else 0,
+        "trim_level_at_start": phone.trims.history[-1].level if phone.trims.history else 0,
+        "pressure_reached": bool(getattr(generator, "reached_ns", 0) >= 0) if generator else True,
+        "kswapd_cpu_s": float(cpu.get("kswapd0", 0)) / 1e9,
+        "mmcqd_cpu_s": float(cpu.get("mmcqd", 0)) / 1e9,
+        "lmkd_cpu_s": float(cpu.get("lmkd", 0)) / 1e9,
+        "workingset_refault": memory.workingset_refault,
+        "psi_some_s": memory.psi_some_ns / 1e9,
+        "psi_full_s": memory.psi_full_ns / 1e9,
+    }
+    return ScenarioOutput(
+        metrics=metrics,
+        tables={
+            "frames": frames,
+            "rendered_fps": per_second,
+            "thread_states": thread_states(threads),
+            "preemption_summary": preemption_summary(preemptions, threads),
+            "kills": kills,
+        },
+    )
