@@ -12,12 +12,13 @@ from mqoe.policies.abr import Fixed, Representation
 from tests.conftest import make_profile
 
 
-def _phone(compose_ms: float) -> Phone:
-    """One 1 GHz core (1 cycle = 1 ns) where compositing a 480p frame takes ``compose_ms``."""
+def _phone(compose_ms: float, sigma: float = 0.0) -> Phone:
+    """One 1 GHz core (1 cycle = 1 ns) where compositing a 480p frame takes ``compose_ms``
+    on average (every frame alike when ``sigma`` = 0)."""
     pixels = 854 * 480
     profile = make_profile([(1, 1000.0, 1.0)], memory={"ram_mb": 2048})
     video = {"decode_cycles_per_mpixel": 0.0, "main_cycles_per_frame": 0.0,
-             "surfaceflinger_cycles_per_frame": 0.0,
+             "surfaceflinger_cycles_per_frame": 0.0, "frame_cost_sigma": sigma,
              "compose_cycles_per_mpixel": compose_ms * 1e6 / (pixels / 1e6)}  # fmt: skip
     return Phone(profile.model_copy(update={"video": profile.video.model_copy(update=video)}), 1)
 
@@ -39,6 +40,16 @@ def test_a_frame_is_dropped_iff_its_work_misses_the_next_frame_time(
     shown = [f.shown for f in player.frames]
     assert len(shown) == 240
     assert 1 - sum(shown) / len(shown) == pytest.approx(dropped_share, abs=0.01)
+
+
+def test_varying_frame_costs_turn_the_cliff_into_a_graded_drop_rate() -> None:
+    def drop(compose_ms: float) -> float:
+        frames = _play(_phone(compose_ms, sigma=0.3), seconds_=20).frames
+        return 1 - sum(f.shown for f in frames) / len(frames)
+
+    rates = [drop(ms) for ms in (20.0, 26.0, 30.0)]
+    assert rates[0] < rates[1] < rates[2]  # rises with the mean cost …
+    assert 0.0 < rates[1] < 0.9  # … and partially, before the mean reaches the budget
 
 
 def test_memory_grows_with_resolution_and_frame_rate() -> None:

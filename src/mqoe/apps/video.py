@@ -110,7 +110,11 @@ class VideoPlayer:
         self.trim_level = 0
         self.last_trim_s: float | None = None
         self._chunks: list[int] = []  # representation of each downloaded chunk
-        self._decoded: deque[tuple[int, int, int]] = deque()  # (due offset, period, rep)
+        # Decoded frames: (due offset ns, period ns, representation, cost weight).
+        self._decoded: deque[tuple[int, int, int, float]] = deque()
+        sigma = phone.profile.video.frame_cost_sigma
+        self._frame_rng = phone.env.rng("video-frames")
+        self._sigma = sigma
         self._released_chunks = 0
         self._wake_decoder: Event | None = None
         self._wake_renderer: Event | None = None
@@ -235,10 +239,18 @@ class VideoPlayer:
                     self._wake_decoder = Event(env)
                     yield self._wake_decoder
                 yield from memory.touch(self.process, self.decoder, touch, touch // 2)
-                yield self.phone.cpu.run(self.decoder, cycles)
-                self._decoded.append((offset + j * period, period, rep))
+                weight = self._frame_weight()  # this frame's complexity, for both stages
+                yield self.phone.cpu.run(self.decoder, cycles * weight)
+                self._decoded.append((offset + j * period, period, rep, weight))
                 self._nudge("_wake_renderer")
             chunk += 1
+
+    def _frame_weight(self) -> float:
+        """A mean-one lognormal cost multiplier for one frame."""
+        if self._sigma == 0:
+            return 1.0
+        sigma = self._sigma
+        return float(self._frame_rng.lognormal(-sigma * sigma / 2, sigma))
 
     def _ensure_frame_buffers(self, rep: int) -> Generator[Event, object, None]:
         """Decoder output buffers + compositor textures for this resolution (NV12 + RGBA)."""
@@ -264,7 +276,7 @@ class VideoPlayer:
                 self._wake_renderer = Event(env)
                 yield self._wake_renderer
                 continue
-            offset, period, rep = self._decoded.popleft()
+            offset, period, rep, weight = self._decoded.popleft()
             self._nudge("_wake_decoder")
             due = self._start_ns + offset
             if due >= end:
@@ -276,7 +288,8 @@ class VideoPlayer:
             if env.now < due:
                 yield env.timeout(due - env.now)
             yield from memory.touch(self.process, self.compositor, host.touch_pages_per_frame)
-            yield cpu.run(self.compositor, spec.compose_cycles_per_mpixel * self._pixels(rep) / 1e6)
+            compose = spec.compose_cycles_per_mpixel * self._pixels(rep) / 1e6 * weight
+            yield cpu.run(self.compositor, compose)
             yield cpu.run(self.main, spec.main_cycles_per_frame * host.main_weight)
             yield cpu.run(self.surfaceflinger, spec.surfaceflinger_cycles_per_frame)
             self.frames.append(FrameRecord(len(self.frames), due, env.now <= deadline, rep))

@@ -147,6 +147,9 @@ class VideoSpec(_Model):
     compose_cycles_per_mpixel: float = Field(default=3.0e6, ge=0)  # player compositor
     main_cycles_per_frame: float = Field(default=1.5e6, ge=0)  # browser main thread
     surfaceflinger_cycles_per_frame: float = Field(default=0.8e6, ge=0)
+    # Frame-to-frame spread of decode/composite cost (I/P/B frames, scene content): the
+    # sigma of a mean-one lognormal multiplier; 0 = every frame costs the same.
+    frame_cost_sigma: float = Field(default=0.25, ge=0, le=2)
 
 
 class LmkSpec(_Model):
