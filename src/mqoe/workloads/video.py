@@ -58,6 +58,11 @@ class VideoParams:
     quiet_s: float = 30.0  # adaptation: recover after this long without trims
     rule: str = ""  # a network ABR rule spec to combine with the fixed choice
     setup_s: float = 60.0  # the video starts by then even if the target state is not reached
+    # The generator "allocates until the target trim arrives, then holds it" at nice −17
+    # (spec 01 §Setup): a privileged tool that holds its memory, i.e. one lmkd does not
+    # pick before the foreground (persistent service, ProcessList −700). 200 = an
+    # ordinary foreground service, which lmkd kills first and so releases the pressure.
+    generator_adj: int = -700
 
     def __post_init__(self) -> None:
         if self.duration_s <= 0 or self.setup_s < 0:
@@ -125,7 +130,7 @@ class Video:
             if params.pressure == "normal":
                 start_video()
                 return
-            generator = PressureGenerator(phone, params.pressure)
+            generator = PressureGenerator(phone, params.pressure, adj=params.generator_adj)
             state["generator"] = generator
             generator.done.callbacks.append(start_video)  # type: ignore[union-attr]
 

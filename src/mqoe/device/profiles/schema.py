@@ -144,7 +144,10 @@ class VideoSpec(_Model):
     mid-range guesses pending the spec 01 §Calibration fit (documented per profile)."""
 
     decode_cycles_per_mpixel: float = Field(default=2.0e6, ge=0)  # CPU side of HW decode
-    compose_cycles_per_mpixel: float = Field(default=3.0e6, ge=0)  # player compositor
+    # Player compositor per megapixel of video. Fitted once, on the Nokia 1: 1080p30 at
+    # Normal drops ≈ 19% of frames (spec 01 §Calibration targets); work is in reference
+    # cycles, so the same constant serves every phone (faster cores finish it sooner).
+    compose_cycles_per_mpixel: float = Field(default=13.0e6, ge=0)
     main_cycles_per_frame: float = Field(default=1.5e6, ge=0)  # browser main thread
     surfaceflinger_cycles_per_frame: float = Field(default=0.8e6, ge=0)
     # Frame-to-frame spread of decode/composite cost (I/P/B frames, scene content): the
