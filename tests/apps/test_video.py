@@ -84,3 +84,12 @@ def test_same_seed_same_frames() -> None:
         return [f.shown for f in _play(_phone(33.0), seconds_=5).frames]
 
     assert frames() == frames()
+
+
+def test_shown_frames_never_exceed_frames_due() -> None:
+    # 30 fps has a 33,333,333 ns period: the renderer's integer grid fits 121 slots in
+    # 4 s + 1 chunk, and frames_due must count on that same grid.
+    phone = _phone(5.0)
+    player = _play(phone, seconds_=8.0)
+    shown = sum(f.shown for f in player.frames)
+    assert shown == len(player.frames) == player.frames_due(phone.env.now)

@@ -131,17 +131,24 @@ class VideoPlayer:
         return self.crashed_ns >= 0
 
     def frames_due(self, until_ns: int) -> int:
-        """Frames whose slot began before ``until_ns`` (the playback so far)."""
+        """Frames whose slot began before ``until_ns``, on the renderer's own grid (chunk
+        offsets plus whole frame periods in integer ns), so shown ≤ due always holds."""
         if self._start_ns < 0:
             return 0
-        elapsed_s = (min(until_ns, self._end_ns()) - self._start_ns) / 1e9
-        due = 0.0
+        elapsed = min(until_ns, self._end_ns()) - self._start_ns
+        due = 0
         for k, rep in enumerate(self._chunks):
-            span = min(self.segment_s, elapsed_s - k * self.segment_s)
-            if span <= 0:
+            offset = seconds(k * self.segment_s)
+            if offset >= elapsed:
                 break
-            due += span * self._fps_of(rep)
-        return int(due)
+            period = seconds(1 / self._fps_of(rep))
+            per_chunk = round(self._fps_of(rep) * self.segment_s)
+            due += min(per_chunk, -(-(elapsed - offset) // period))
+        return due
+
+    def crashed_during_playback(self) -> bool:
+        """Killed while the video was still playing (a kill after the end is no crash)."""
+        return self.crashed and (self._start_ns < 0 or self.crashed_ns < self._end_ns())
 
     def pss_pages(self) -> int:
         p = self.process

@@ -22,9 +22,10 @@ class Experiment(Protocol):
 
 
 def _registry() -> dict[str, Experiment]:
+    from mqoe.experiments.coal_not_diamonds import CoalNotDiamonds
     from mqoe.experiments.downward_spiral import DownwardSpiral
 
-    return {experiment.name: experiment for experiment in (DownwardSpiral(),)}
+    return {experiment.name: experiment for experiment in (DownwardSpiral(), CoalNotDiamonds())}
 
 
 EXPERIMENTS: dict[str, Experiment] = _registry()

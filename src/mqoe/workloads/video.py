@@ -153,7 +153,8 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
         [(f.index, f.due_ns, f.shown, f.representation) for f in player.frames],
         columns=["index", "due_ns", "shown", "representation"],
     )
-    due = player.frames_due(player.crashed_ns if player.crashed else now)
+    crashed = player.crashed_during_playback()
+    due = player.frames_due(player.crashed_ns if crashed else now)
     shown = int(frames["shown"].sum()) if len(frames) else 0
     per_second = (
         frames.loc[frames["shown"].astype(bool)]
@@ -175,8 +176,8 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
     generator = state.get("generator")
     metrics: dict[str, float | int | bool | str] = {
         "frame_drop_pct": 100.0 * (1 - shown / due) if due else 100.0,
-        "crashed": player.crashed,
-        "crash_time_s": (player.crashed_ns - start_ns) / 1e9 if player.crashed else -1.0,
+        "crashed": crashed,
+        "crash_time_s": (player.crashed_ns - start_ns) / 1e9 if crashed else -1.0,
         "rendered_fps": shown / played_s,
         "frames_due": due,
         "pss_mb": player.pss_pages() / 256,
