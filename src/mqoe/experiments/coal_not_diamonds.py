@@ -48,10 +48,8 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -60,6 +58,7 @@ import numpy as np
 
 from mqoe.apps.video import GENRES, HOSTS
 from mqoe.device.profiles import load_profile
+from mqoe.experiments.parallel import map_jobs
 from mqoe.results import (
     MetricRow,
     ResultsStore,
@@ -354,13 +353,7 @@ def _run_one(args: tuple[Run, bool]) -> RunRecord:
 def run_plan(quick: bool, workers: int | None = None) -> Results:
     """Run every distinct configuration × seed of the plan, on all local cores."""
     runs = Plan.for_mode(quick).runs()
-    jobs = [(run, quick) for run in runs]
-    workers = workers or min(len(jobs), os.cpu_count() or 1)
-    if workers == 1:
-        records = [_run_one(job) for job in jobs]
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            records = list(pool.map(_run_one, jobs))
+    records = map_jobs(_run_one, [(run, quick) for run in runs], workers)
     return list(zip(runs, records, strict=True))
 
 

@@ -17,15 +17,14 @@ BBA avoids the collapse. Those shape statements are checked and reported, not im
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from mqoe.device.profiles import load_profile
+from mqoe.experiments.parallel import map_jobs
 from mqoe.results import MetricRow, ResultsStore, atomic_write_text, write_metrics_csv
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
@@ -85,13 +84,7 @@ def _run_case(args: tuple[Case, bool]) -> RunRecord:
 
 def run_cases(quick: bool, workers: int | None = None) -> list[tuple[Case, RunRecord]]:
     """Run every case, on all local cores."""
-    jobs = [(case, quick) for case in CASES]
-    workers = workers or min(len(jobs), os.cpu_count() or 1)
-    if workers == 1:
-        records = [_run_case(job) for job in jobs]
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            records = list(pool.map(_run_case, jobs))
+    records = map_jobs(_run_case, [(case, quick) for case in CASES], workers)
     return list(zip(CASES, records, strict=True))
 
 
