@@ -58,13 +58,11 @@ import numpy as np
 
 from mqoe.apps.video import GENRES, HOSTS
 from mqoe.device.profiles import load_profile
+from mqoe.experiments.outputs import write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.results import (
     MetricRow,
-    ResultsStore,
     atomic_write,
-    atomic_write_text,
-    write_metrics_csv,
 )
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
@@ -1143,14 +1141,14 @@ class CoalNotDiamonds:
         self._runner: Callable[[bool], Results] = runner or run_plan
 
     def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        out_dir.mkdir(parents=True, exist_ok=True)
         results = self._runner(quick)
-        store = ResultsStore(out_dir / "results")
-        for _, record in results:
-            store.write(record)
-        path = write_metrics_csv(out_dir / "metrics.csv", metric_rows(results, quick))
+        path = write_outputs(
+            out_dir,
+            (record for _, record in results),
+            metric_rows(results, quick),
+            ("comparison.md", comparison_markdown(results, quick)),
+        )
         plot(results, quick, out_dir)
-        atomic_write_text(out_dir / "comparison.md", comparison_markdown(results, quick))
         return path
 
 

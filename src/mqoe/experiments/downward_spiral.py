@@ -24,8 +24,9 @@ from pathlib import Path
 import pandas as pd
 
 from mqoe.device.profiles import load_profile
+from mqoe.experiments.outputs import write_outputs
 from mqoe.experiments.parallel import map_jobs
-from mqoe.results import MetricRow, ResultsStore, atomic_write_text, write_metrics_csv
+from mqoe.results import MetricRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
 
@@ -219,15 +220,15 @@ class DownwardSpiral:
     title = "Video rate collapse under a competing TCP flow (IMC 2012 / CS244; spec 03)"
 
     def __init__(self, runner: Callable[[bool], list[tuple[Case, RunRecord]]] | None = None):
-        self._runner = runner or (lambda quick: run_cases(quick))
+        self._runner = runner or run_cases
 
     def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        out_dir.mkdir(parents=True, exist_ok=True)
         results = self._runner(quick)
-        store = ResultsStore(out_dir / "results")
-        for _, record in results:
-            store.write(record)
-        path = write_metrics_csv(out_dir / "metrics.csv", metric_rows(results))
+        path = write_outputs(
+            out_dir,
+            (record for _, record in results),
+            metric_rows(results),
+            ("summary.md", summary_markdown(results, quick)),
+        )
         plot(results, out_dir)
-        atomic_write_text(out_dir / "summary.md", summary_markdown(results, quick))
         return path
