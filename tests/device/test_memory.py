@@ -91,7 +91,7 @@ def test_anon_pages_go_to_zram_at_its_compression_ratio() -> None:
     bg, bg_thread = app(p, "bg", CACHED_APP_MIN_ADJ)
     fg, fg_thread = app(p, "fg", FOREGROUND_APP_ADJ)
     run_gen(p, m.allocate(bg, bg_thread, 100 * MB))
-    p.run(ms(1))
+    p.run(seconds(5))  # bg's pages age: no longer referenced when reclaim scans them
     run_gen(p, m.allocate(fg, fg_thread, m.free_pages - m.min_wmark + MB))
     p.run(seconds(1))
     assert bg.anon_swapped > 0
@@ -118,7 +118,7 @@ def test_touching_evicted_file_pages_reads_them_back_through_mmcqd() -> None:
 
 
 def test_vmpressure_rises_when_reclaim_hits_hot_pages() -> None:
-    p = phone(hot_referenced_fraction=0.9, swappiness=0)
+    p = phone(swappiness=0)  # fg just used all its pages: every scanned one is referenced
     m = p.memory
     fg, fg_thread = app(p, "fg", FOREGROUND_APP_ADJ)
     run_gen(p, m.allocate(fg, fg_thread, 150 * MB, kind="file"))
@@ -150,24 +150,30 @@ def test_every_page_is_in_exactly_one_place_at_every_step(
     p = phone(seed=seed, swappiness=swappiness)
     m = p.memory
     procs = [app(p, f"p{i}", adj) for i, adj in enumerate([0, 100, 200, 700, 900, 950])]
+    acting: set[int] = set()  # threads inside an operation (one at a time per thread)
     for kind, who, pages, delay in ops:
         process, thread = procs[who]
 
         def act(
             kind: str = kind, process: Process = process, thread: Any = thread, pages: int = pages
         ) -> Generator[Event, object, None]:
-            if not process.alive or thread.busy or thread.state == ThreadState.BLOCKED_IO:
+            if not process.alive or thread.tid in acting:
                 return
-            if kind in ("alloc", "file", "gpu"):
-                yield from m.allocate(process, thread, pages, "anon" if kind == "alloc" else kind)
-            elif kind == "cache":
-                yield from m.add_page_cache(thread, pages, dirty=pages % 3 != 0)
-            elif kind == "free":
-                m.free(process, pages)
-            elif kind == "touch":
-                yield from m.touch(process, thread, pages, pages)
-            else:
-                p.lmkd.kill(process, "test")
+            acting.add(thread.tid)
+            try:
+                if kind in ("alloc", "file", "gpu"):
+                    kind = "anon" if kind == "alloc" else kind
+                    yield from m.allocate(process, thread, pages, kind)
+                elif kind == "cache":
+                    yield from m.add_page_cache(thread, pages, dirty=pages % 3 != 0)
+                elif kind == "free":
+                    m.free(process, pages)
+                elif kind == "touch":
+                    yield from m.touch(process, thread, pages, pages)
+                else:
+                    p.lmkd.kill(process, "test")
+            finally:
+                acting.discard(thread.tid)
 
         p.env.schedule(ms(delay), lambda _, a=act: p.env.process(a()))
     end = ms(2000)

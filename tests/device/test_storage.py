@@ -23,8 +23,9 @@ def test_mmcqd_preempts_a_busy_fair_thread_for_each_request() -> None:
     assert log["preemptor_tid"] == [mmcqd]
     assert log["victim_tid"] == [hog.tid]
     assert log["kind"] == [PreemptKind.RT]
-    # mmcqd's CPU per request (40k reference cycles = 40 µs on this 1 GHz core).
-    assert log["preemptor_run_ns"] == [us(40)]
+    # mmcqd's CPU per request (eMMC: 200k reference cycles = 200 µs on a 1 GHz core).
+    assert phone.profile.storage.type == "emmc"
+    assert log["preemptor_run_ns"] == [us(200)]
     assert reader.state_ns[ThreadState.BLOCKED_IO] > 0
     assert phone.storage.reads == 1 and phone.storage.pages_read == 8
 
@@ -41,5 +42,14 @@ def test_a_read_takes_the_profiles_service_time() -> None:
     phone.env.process(proc())
     phone.run(ms(10))
     spec = phone.profile.storage
-    expected = us(40) + us(spec.read_us + 3 * spec.page_us)  # mmcqd CPU, then the device
+    # mmcqd's CPU (200 µs at 1 GHz), then the device's service time.
+    expected = us(200) + us(spec.read_us + 3 * spec.page_us)
     assert done == [expected]
+
+
+def test_request_cpu_defaults_by_storage_type_and_a_profile_value_wins() -> None:
+    emmc = make_profile([(1, 1000.0, 1.0)]).storage
+    assert emmc.type == "emmc" and emmc.request_cycles == 200_000
+    ufs = emmc.model_copy(update={"type": "ufs"})
+    assert ufs.request_cycles == 50_000
+    assert emmc.model_copy(update={"cycles_per_request": 7}).request_cycles == 7

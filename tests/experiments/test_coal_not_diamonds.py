@@ -70,7 +70,7 @@ def _fake(run: Run, drop: Drop, crashed: bool = False) -> RunRecord:
         scenario="video", profile=c.profile, seed=run.seed, params={"duration_s": 120.0},
         mqoe_version="test", started_utc="2026-01-01T00:00:00", wall_time_s=0.01,
         sim_duration_s=182.0, metrics=metrics,
-        tables={"thread_states": _threads(c), "preemption_summary": _preemptions(c)},
+        tables={"thread_states": _threads(c), "video_preemptions": _preemptions(c)},
     )  # fmt: skip
 
 

@@ -53,9 +53,21 @@ class PlayerHost:
     queue_frames: int  # decoded frames the decoder may run ahead
     touch_pages_per_frame: int  # working-set pages each frame's work touches
     back_buffer_s: float  # played media kept in the source buffer
+    # Other threads of the host woken every frame (a browser's renderer, image bridge,
+    # media state machine, JS timers): each runs helper_cycles × main_weight per frame
+    # alongside the compositor. Off the frame's critical path, but they compete for
+    # the cores at the same instants, which is where the video threads' Runnable time
+    # comes from.
+    helpers: tuple[str, ...] = ()
+    helper_cycles_per_frame: float = 0.0
 
 
-BROWSER = PlayerHost("browser", 160.0, 90.0, 1.0, 4, 48, 30.0)  # Firefox + dash.js-like
+# Firefox + dash.js-like: Gecko's per-frame threads besides the compositor.
+BROWSER = PlayerHost(
+    "browser", 160.0, 90.0, 1.0, 4, 48, 30.0,
+    helpers=("Renderer", "ImageBridgeChld", "MediaDecoderStateMachine", "DOM Worker"),
+    helper_cycles_per_frame=1.0e6,
+)  # fmt: skip
 APP = PlayerHost("app", 60.0, 40.0, 0.3, 6, 24, 0.0)  # ExoPlayer-like
 HOSTS = {"browser": BROWSER, "app": APP}
 
@@ -84,6 +96,7 @@ class VideoPlayer:
         segment_s: float = 4.0,
         buffer_max_s: float = 60.0,
         lan_mbps: float = 100.0,
+        autoplay: bool = True,
     ) -> None:
         if genre not in GENRES:
             raise ValueError(f"genre must be one of {', '.join(GENRES)}")
@@ -102,7 +115,10 @@ class VideoPlayer:
         self.compositor = cpu.thread("Compositor", Fair(-4), process=host.name)
         self.main = cpu.thread("main", Fair(0), process=host.name)
         self.network = cpu.thread("network", Fair(0), process=host.name)
+        self.helpers = [cpu.thread(name, Fair(0), process=host.name) for name in host.helpers]
         self.process.threads += [self.decoder, self.compositor, self.main, self.network]
+        self.process.threads += self.helpers
+        self._frame_tick: Event = env.event()  # fires at each frame's compose time
         self.surfaceflinger = _surfaceflinger(phone)
         self.crashed_ns = -1
         self.frames: list[FrameRecord] = []
@@ -123,6 +139,10 @@ class VideoPlayer:
         self._frame_buffers_pages = 0
         self.process.on_kill.append(self._on_kill)
         phone.trims.listeners.append(self._on_trim)
+        self.loaded: Event = env.event()  # the host's own memory is in (page loaded)
+        self._play: Event = env.event()
+        if autoplay:
+            self._play.succeed()
         self._procs = [env.process(self._boot_and_download(), "player")]
 
     # -- public results ---------------------------------------------------------------
@@ -154,6 +174,11 @@ class VideoPlayer:
         p = self.process
         return p.anon_pages + p.file_resident + p.gpu_pages + p.anon_swapped // 2
 
+    def play(self) -> None:
+        """Start streaming (a player built with ``autoplay=False`` loads and waits)."""
+        if not self._play.triggered:
+            self._play.succeed()
+
     # -- processes --------------------------------------------------------------------
     def _on_kill(self, _: Process) -> None:
         self.crashed_ns = self.phone.env.now
@@ -182,9 +207,13 @@ class VideoPlayer:
             self.process, self.main, int(host.base_file_mb * MB_PAGES), "file"
         )
         yield from memory.allocate(self.process, self.main, int(host.base_anon_mb * MB_PAGES))
+        self.loaded.succeed()
+        yield self._play
         env = self.phone.env
         self._procs.append(env.process(self._decode_loop(), "decoder"))
         self._procs.append(env.process(self._render_loop(), "renderer"))
+        for helper in self.helpers:
+            self._procs.append(env.process(self._helper_loop(helper), helper.name))
         n_chunks = math.ceil(self.duration_s / self.segment_s)
         for k in range(n_chunks):
             yield from self._wait_for_room(k)
@@ -294,6 +323,8 @@ class VideoPlayer:
                 continue
             if env.now < due:
                 yield env.timeout(due - env.now)
+            tick, self._frame_tick = self._frame_tick, env.event()
+            tick.succeed(weight)
             yield from memory.touch(self.process, self.compositor, host.touch_pages_per_frame)
             compose = spec.compose_cycles_per_mpixel * self._pixels(rep) / 1e6 * weight
             yield cpu.run(self.compositor, compose)
@@ -301,6 +332,14 @@ class VideoPlayer:
             yield cpu.run(self.surfaceflinger, spec.surfaceflinger_cycles_per_frame)
             self.frames.append(FrameRecord(len(self.frames), due, env.now <= deadline, rep))
             self._release_played(offset)
+
+    def _helper_loop(self, thread: Thread) -> Generator[Event, object, None]:
+        """A per-frame helper thread: on each frame tick, its share of the frame's work
+        (a tick that comes while it is still busy is missed, not queued)."""
+        cycles = self.host.helper_cycles_per_frame * self.host.main_weight
+        while True:
+            weight = yield self._frame_tick
+            yield self.phone.cpu.run(thread, cycles * float(weight))  # type: ignore[arg-type]
 
     def _release_played(self, played_ns: int) -> None:
         """Drop played chunks from the source buffer beyond the back buffer."""

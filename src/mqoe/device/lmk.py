@@ -4,7 +4,9 @@ lmkd modes:
 
 * ``vmpressure`` (legacy lmkd, spec 01): a vmpressure *medium* sample makes processes
   with oom_score_adj ≥ ``medium_adj`` (cached/background) killable, *critical* makes
-  everything ≥ ``critical_adj`` (the foreground too) killable.
+  everything ≥ ``critical_adj`` (the foreground too) killable. lmkd first filters the
+  event by swap use (:meth:`Lmkd.filtered_level`): on Android Go a phone that still has
+  free swap ignores events, and one that is swapping heavily upgrades them to critical.
 * ``minfree`` (the in-kernel LMK's table): on a vmpressure sample, the first level whose
   minfree exceeds both free memory and the file cache gives the minimum killable adj.
 * ``psi``: lmkd polls memory PSI over 1 s windows; "full" stall ≥ ``psi_complete_stall_ms``
@@ -87,12 +89,41 @@ class Lmkd:
             env.process(self._psi_monitor(), "lmkd-psi")
 
     # -- triggers ---------------------------------------------------------------------
+    def mem_pressure(self) -> float:
+        """lmkd's mem_pressure: RAM usage as a % of RAM + swap usage (root memcg's
+        memory.usage_in_bytes over memory.memsw.usage_in_bytes)."""
+        memory = self.memory
+        ram = memory.charged_pages
+        swap = memory.zram_stored
+        return 100.0 * ram / (ram + swap) if ram + swap else 100.0
+
+    def filtered_level(self, level: str) -> str | None:
+        """The level lmkd acts on after its swap checks (None: the event is ignored)."""
+        spec, memory = self.spec, self.memory
+        if level == "low":
+            return None
+        pressure = self.mem_pressure()
+        if spec.critical_upgrade and level != "critical" and pressure < spec.upgrade_pressure:
+            level = "critical"  # swapping too much
+        swap_total = memory.zram_limit
+        swap_free = swap_total - memory.zram_stored
+        if swap_free * 100 >= swap_total * spec.swap_free_low_percentage:
+            if pressure > spec.downgrade_pressure:
+                return None  # enough memory available
+            if level == "critical" and pressure > spec.upgrade_pressure:
+                level = "medium"
+        return level
+
     def _on_vmpressure(self, sample: VmPressure) -> None:
         spec = self.spec
         if spec.mode == "vmpressure":
-            if sample.level == "critical":
-                self._request(spec.critical_adj, "vmpressure critical")
-            elif sample.level == "medium":
+            if self._busy:
+                return
+            level = self.filtered_level(sample.level)
+            if level == "critical":
+                self._request(spec.critical_adj, f"vmpressure {sample.level}→critical"
+                              if sample.level != "critical" else "vmpressure critical")  # fmt: skip
+            elif level == "medium":
                 self._request(spec.medium_adj, "vmpressure medium")
             return
         free_kb = self.memory.free_pages * 4

@@ -10,13 +10,16 @@ zRAM pool (the RAM holding compressed anon pages).
   low = min + max(min/4, managed × scale/10000); high = min + 2 × that.
 * **kswapd** is a fair-class thread at nice 0 — the foreground's priority — woken below
   *low*, reclaiming batches of 32 pages until free memory is above *high*.
-* **Reclaim** scans the coldest pools first (the unmapped cache, then processes by
-  descending oom_score_adj, as LRU age would order them), splitting each batch between
-  file and anon pages by ``swappiness``. Clean file pages are dropped (they refault if
-  their process touches them again); dirty ones are written back first; anon pages are
-  compressed into zRAM (CPU on the reclaiming thread). Pages of hot processes
-  (oom_score_adj ≤ 200) are often referenced and rotated instead of reclaimed — the
-  scanned-but-not-reclaimed pages that raise vmpressure.
+* **Reclaim** scans the coldest pools first — the unmapped cache, then processes by
+  LRU age (the process that used its memory longest ago first; one global LRU, as the
+  kernel has, not an oom_score_adj order) — splitting each batch between file and anon
+  pages by ``swappiness``. Clean file pages are dropped (they refault if their process
+  touches them again); dirty ones are written back first; anon pages are compressed
+  into zRAM (CPU on the reclaiming thread). A scanned page its process used recently is
+  *referenced* and rotated instead of reclaimed — the scanned-but-not-reclaimed pages
+  that raise vmpressure. The chance is the process's recently used pages (decayed over
+  the profile's ``referenced_window_ms``) over its resident pages of that kind, so a
+  process thrashing on a small resident set makes almost every scan futile.
 * **Direct reclaim**: an allocation that would leave free memory below *min* makes the
   allocating thread reclaim itself (CPU on that thread, a memory stall).
 * **Refaults**: :meth:`touch` is how a running process uses its working set; touching
@@ -34,7 +37,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 from mqoe.device.cpu import Cpu, Fair, Thread
-from mqoe.device.process import PERCEPTIBLE_APP_ADJ, Process, ProcessTable
+from mqoe.device.process import Process, ProcessTable
 from mqoe.device.profiles import MemorySpec
 from mqoe.device.storage import Storage
 from mqoe.engine import Environment, Event, ms
@@ -104,6 +107,7 @@ class Memory:
         self._zram_bytes = 0.0  # compressed bytes
         self.zram_pool = 0  # RAM pages holding them
         self._rng = env.rng("reclaim")
+        self._ref_window_ns = ms(spec.referenced_window_ms)
         # kswapd
         self.kswapd: Thread = cpu.thread("kswapd0", Fair(0), process="kernel")
         self._kswapd_wake: Event | None = None
@@ -160,6 +164,7 @@ class Memory:
         thread reclaims directly if that would leave free memory below *min*."""
         if kind not in ("anon", "gpu", "file"):
             raise ValueError(f"unknown page kind {kind!r}")
+        self._used(process, pages if kind == "file" else 0, pages if kind == "anon" else 0)
         # Pages arrive as they are faulted in, a step at a time, so free memory falls
         # gradually (lmkd and kswapd see it happen) rather than all at once.
         while pages > 0 and process.alive and thread.alive:
@@ -213,6 +218,8 @@ class Memory:
         """``thread`` uses ``file_pages`` of its process's file working set and
         ``anon_pages`` of its anon memory; evicted pages fault back in (memory stalls)."""
         rng = self._rng
+        if file_pages or anon_pages:
+            self._used(process, file_pages, anon_pages)
         if file_pages and process.file_resident < process.file_ws_pages:
             evicted_share = 1 - process.file_resident / process.file_ws_pages
             faults = int(rng.binomial(file_pages, evicted_share))
@@ -275,6 +282,15 @@ class Memory:
         )
 
     @property
+    def charged_pages(self) -> int:
+        """Pages charged to the root memory cgroup: process anon and file pages plus the
+        page cache (GPU/ION buffers and the zRAM pool are kernel memory, not charged)."""
+        return (
+            self.cache_clean + self.cache_dirty + self.cache_writeback
+            + sum(p.anon_pages + p.file_resident for p in self.processes.processes)
+        )  # fmt: skip
+
+    @property
     def available_pages(self) -> int:
         """Roughly MemAvailable: free above the low watermark plus reclaimable cache."""
         return max(0, self.free_pages - self.low_wmark) + self.file_pages
@@ -326,7 +342,41 @@ class Memory:
         anon_share = spec.swappiness / 200 if self.zram_stored < self.zram_limit else 0.0
         anon_target = round(target * anon_share)
         file_target = target - anon_target
-        # 1. The unmapped page cache: clean pages go at once, dirty ones to writeback.
+        file_target = self._scan_cache(file_target, batch)
+        # Then processes, least recently used first. When one kind runs out (no file
+        #    pages left, or zRAM full) the rest of the batch goes to the other, as
+        #    get_scan_count() balances the LRUs by what they hold.
+        if file_target > 0 or anon_target > 0:
+            victims = sorted(
+                self.processes.alive,
+                key=lambda p: (p.last_use_ns, -p.oom_score_adj, p.pid),
+            )
+            for process in victims:
+                self._used(process, 0, 0)  # decay the recent-use counts to now
+            file_target, anon_target = self._scan(victims, file_target, anon_target, batch)
+            if file_target and self.zram_stored < self.zram_limit:
+                _, moved = self._scan(victims, 0, file_target, batch)
+                file_target, anon_target = 0, anon_target + moved
+            elif anon_target:
+                moved, _ = self._scan(victims, self._scan_cache(anon_target, batch), 0, batch)
+                file_target, anon_target = file_target + moved, 0
+            left = file_target + anon_target
+            if left:
+                # Nothing of either kind to take: the kernel goes on scanning pages it
+                # cannot reclaim (unevictable, anon with zRAM full) at rising priority
+                # — scanned, not reclaimed, which drives vmpressure to critical.
+                batch.scanned += left
+        batch.cycles += batch.scanned * spec.scan_cycles_per_page
+        self.pgscan += batch.scanned
+        self.pgsteal += batch.reclaimed
+        if direct:
+            self.pgscan_direct += batch.scanned
+        self._vmpressure(batch.scanned, batch.reclaimed)
+        return batch
+
+    def _scan_cache(self, file_target: int, batch: _Batch) -> int:
+        """The unmapped page cache first: clean pages go at once, dirty ones to
+        writeback. Returns the file target left."""
         take = min(self.cache_clean, file_target)
         self.cache_clean -= take
         self.free_pages += take
@@ -340,42 +390,44 @@ class Memory:
             batch.writeback += flush
             self._writeback(flush)
             file_target -= flush
-        # 2. Processes, coldest (highest oom_score_adj) first.
-        if file_target > 0 or anon_target > 0:
-            victims = sorted(
-                self.processes.alive,
-                key=lambda p: (-p.oom_score_adj, p.pid),
-            )
-            for process in victims:
-                if file_target <= 0 and anon_target <= 0:
-                    break
-                hot = process.oom_score_adj <= PERCEPTIBLE_APP_ADJ
-                if file_target > 0 and process.file_resident:
-                    file_target -= self._reclaim_pages(process, "file", file_target, hot, batch)
-                if anon_target > 0 and process.anon_pages:
-                    anon_target -= self._reclaim_pages(process, "anon", anon_target, hot, batch)
-        if batch.reclaimed + batch.writeback < target:
-            # Reclaim fell short: the kernel goes on scanning pages it cannot take
-            # (unevictable, or anon with zRAM full) at rising priority — scanned, not
-            # reclaimed, which is what drives vmpressure to critical.
-            batch.scanned += target - batch.reclaimed - batch.writeback
-        batch.cycles += batch.scanned * spec.scan_cycles_per_page
-        self.pgscan += batch.scanned
-        self.pgsteal += batch.reclaimed
-        if direct:
-            self.pgscan_direct += batch.scanned
-        self._vmpressure(batch.scanned, batch.reclaimed)
-        return batch
+        return file_target
 
-    def _reclaim_pages(
-        self, process: Process, kind: str, want: int, hot: bool, batch: _Batch
-    ) -> int:
+    def _scan(
+        self, victims: list[Process], file_target: int, anon_target: int, batch: _Batch
+    ) -> tuple[int, int]:
+        """One pass over ``victims``; returns the file and anon targets left unscanned."""
+        for process in victims:
+            if file_target <= 0 and anon_target <= 0:
+                break
+            if file_target > 0 and process.file_resident:
+                file_target -= self._reclaim_pages(process, "file", file_target, batch)
+            if anon_target > 0 and process.anon_pages and self.zram_stored < self.zram_limit:
+                anon_target -= self._reclaim_pages(process, "anon", anon_target, batch)
+        return max(0, file_target), max(0, anon_target)
+
+    def _used(self, process: Process, file_pages: int, anon_pages: int) -> None:
+        """``process`` used pages now (none: just decay its recent-use counts to now)."""
+        now = self.env.now
+        elapsed = now - process.recent_at_ns
+        if elapsed:
+            decay = math.exp(-elapsed / self._ref_window_ns)
+            process.recent_file *= decay
+            process.recent_anon *= decay
+            process.recent_at_ns = now
+        if file_pages or anon_pages:
+            process.recent_file += file_pages
+            process.recent_anon += anon_pages
+            process.last_use_ns = now
+
+    def _reclaim_pages(self, process: Process, kind: str, want: int, batch: _Batch) -> int:
         """Scan up to ``want`` pages of one pool; returns how many were scanned."""
         pool = process.file_resident if kind == "file" else process.anon_pages
         scanned = min(pool, want)
+        recent = process.recent_file if kind == "file" else process.recent_anon
         referenced = 0
-        if hot and scanned:
-            referenced = int(self._rng.binomial(scanned, self.spec.hot_referenced_fraction))
+        if scanned and recent >= 1.0:
+            p_ref = min(1.0, recent / pool)
+            referenced = int(self._rng.binomial(scanned, p_ref))
         taken = scanned - referenced
         if kind == "anon":
             taken = min(taken, self.zram_limit - self.zram_stored)

@@ -43,6 +43,12 @@ class Process:
     file_ws_pages: int = 0  # file-backed working set (code, libraries, resources)
     file_resident: int = 0  # …of which in RAM; the rest refaults when touched
     gpu_pages: int = 0
+    # When the process last used its pages (allocate / touch): its LRU age for reclaim;
+    # and how many file / anon pages it used lately (decayed; owned by the memory model).
+    last_use_ns: int = 0
+    recent_file: float = 0.0
+    recent_anon: float = 0.0
+    recent_at_ns: int = 0
     on_kill: list[Callable[[Process], None]] = field(default_factory=list)
 
     @property
@@ -68,7 +74,15 @@ class ProcessTable:
 
     def spawn(self, name: str, oom_score_adj: int, now_ns: int, ppid: int = ZYGOTE_PID) -> Process:
         self._next_pid += 1
-        process = Process(self._next_pid, name, oom_score_adj, ppid, started_ns=now_ns)
+        process = Process(
+            self._next_pid,
+            name,
+            oom_score_adj,
+            ppid,
+            started_ns=now_ns,
+            last_use_ns=now_ns,
+            recent_at_ns=now_ns,
+        )
         self.processes.append(process)
         for listener in self.listeners:
             listener(process, "spawn")

@@ -68,7 +68,7 @@ class Storage:
                 yield self._wake
                 continue
             request = self._queue.popleft()
-            yield self.cpu.run(self.mmcqd, self.spec.cycles_per_request)
+            yield self.cpu.run(self.mmcqd, self.spec.request_cycles)
             yield self.env.timeout(self.service_ns(request))
             if request.write:
                 self.writes += 1

@@ -389,20 +389,28 @@ class Aggregate:
             return _number(records[0].params.get("duration_s", DURATION_S))
         return float(DURATION_S)
 
+    def traced(self, config: Config) -> list[RunRecord]:
+        """The sessions the thread and preemption tables read: those that played to the
+        end (the study's tables describe whole sessions), or all if every one crashed."""
+        records = self._records[config]
+        whole = [r for r in records if not r.metrics.get("crashed")]
+        return whole or records
+
     def video_threads(self, config: Config, column: str) -> float:
-        """``column`` summed over the video threads, mean over seeds (seconds)."""
+        """``column`` summed over the video threads, mean over uncrashed seeds (s)."""
         sums = []
-        for record in self._records[config]:
+        for record in self.traced(config):
             table = record.tables["thread_states"]
             video = (table["process"] == VIDEO_PROCESS) | (table["thread"] == COMPOSITOR_THREAD)
             sums.append(float(table.loc[video, column].sum()))
         return float(np.mean(sums))
 
     def preemptor(self, config: Config, thread: str, column: str) -> float:
-        """A preemption_summary column for preemptor ``thread`` (0 if it never preempted)."""
+        """A column of the video threads' preemption summary for preemptor ``thread``
+        (0 if it never preempted a video thread)."""
         values = []
-        for record in self._records[config]:
-            table = record.tables["preemption_summary"]
+        for record in self.traced(config):
+            table = record.tables["video_preemptions"]
             row = table.loc[table["preemptor"] == thread, column]
             values.append(float(row.iloc[0]) if len(row) else 0.0)
         return float(np.mean(values))
@@ -410,7 +418,7 @@ class Aggregate:
     def thread(self, config: Config, thread: str, measure: str) -> float:
         """``running_s``, ``<state>_share_pct`` or ``busiest_rank`` of one thread."""
         values = []
-        for record in self._records[config]:
+        for record in self.traced(config):
             table = record.tables["thread_states"]
             row = table.loc[table["thread"] == thread]
             if row.empty:
@@ -897,8 +905,10 @@ def run_notes(results: Results, quick: bool) -> list[str]:
         f"of the {duration} s of playback (counted in crash_pct as the issue defines it).",
         f"- {len(missed)} sessions started before the generator reached its target state.",
         f"- Video threads = threads of the player process (`{VIDEO_PROCESS}`) plus "
-        f"`{COMPOSITOR_THREAD}`. mmcqd preemption numbers are the `preemption_summary` row "
-        "of preemptor `mmcqd`, which counts all of mmcqd's victims (not only video threads).",
+        f"`{COMPOSITOR_THREAD}`. mmcqd preemption numbers count only preemptions of video "
+        "threads (the scenario's `video_preemptions` table). Thread-state and "
+        "preemption tables average the sessions that played to the end (all of them "
+        "if every one crashed): the study's tables describe whole sessions.",
     ]
 
 

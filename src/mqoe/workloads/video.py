@@ -2,10 +2,11 @@
 
 Boot: the phone holds ``boot_cached`` cached processes (system and recent apps); with
 ``apps`` > 0 the user first opens that many ordinary apps (organic pressure). Then the
-pressure generator (a service at nice −17) allocates memory in 5 MiB chunks until the
-trim level of ``pressure`` arrives, and holds it. The video starts once the target is
-reached (or at ``setup_s`` at the latest) and plays ``duration_s`` at a fixed
-representation — or adapts its frame rate / resolution on trim signals (``adapt``).
+player opens (the host's own memory is allocated), the pressure generator (a service
+at nice −17) allocates memory in 5 MiB chunks until the trim level of ``pressure``
+arrives and holds it, and playback starts (at ``setup_s`` at the latest). The video
+plays ``duration_s`` at a fixed representation — or adapts its frame rate / resolution
+on trim signals (``adapt``).
 Frame drops, crashes and the kernel threads' CPU come out of the mechanisms.
 """
 
@@ -18,7 +19,9 @@ from types import MappingProxyType
 import pandas as pd
 
 from mqoe.apps.background import PressureGenerator, boot_background, open_apps
+from mqoe.apps.system import boot_system
 from mqoe.apps.video import GENRES, HOSTS, VideoPlayer
+from mqoe.device.cpu import Fair
 from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.metrics.sched import preemption_summary, thread_states
@@ -54,6 +57,11 @@ class VideoParams:
     pressure: str = "normal"  # start state: normal | moderate | low | critical
     apps: int = 0  # ordinary apps opened before the video (organic pressure)
     boot_cached: int = 12  # cached processes after boot (calibration)
+    system: bool = True  # the phone's own processes (system_server, SystemUI, GMS, …)
+    # Free memory left after boot: the rest holds the clean page cache of files read
+    # while booting (calibration: a booted phone shows MemFree of tens of MB, Cached of
+    # hundreds). Negative: no boot cache.
+    boot_free_mb: float = 60.0
     adapt: str = "none"  # memory-aware adaptation: none | fps | resolution | both
     quiet_s: float = 30.0  # adaptation: recover after this long without trims
     rule: str = ""  # a network ABR rule spec to combine with the fixed choice
@@ -110,6 +118,8 @@ class Video:
     def build(self, phone: Phone, params: VideoParams) -> Session:
         env = phone.env
         rng = env.rng("background")
+        if params.system:
+            boot_system(phone)
         boot_background(phone, params.boot_cached, rng)
         if params.apps:
             open_apps(phone, params.apps, rng)
@@ -118,15 +128,12 @@ class Video:
         state: dict[str, object] = {}
 
         def start_video(_: object = None) -> None:
-            if "player" not in state:
-                state["player"] = VideoPlayer(
-                    phone, reps, rule, host=HOSTS[params.player], genre=params.genre,
-                    duration_s=params.duration_s,
-                )  # fmt: skip
+            player = state.get("player")
+            if isinstance(player, VideoPlayer) and "start_ns" not in state:
+                player.play()
                 state["start_ns"] = env.now
 
-        def after_boot(_: object) -> None:
-            phone.trims.arm()
+        def start_pressure(_: object) -> None:
             if params.pressure == "normal":
                 start_video()
                 return
@@ -134,6 +141,24 @@ class Video:
             state["generator"] = generator
             generator.done.callbacks.append(start_video)  # type: ignore[union-attr]
 
+        def boot_cache(_: object) -> None:
+            pages = phone.memory.free_pages - round(params.boot_free_mb * 256)
+            if params.boot_free_mb >= 0 and pages > 0:
+                reader = phone.cpu.thread("init", Fair(0), process="init")
+                env.process(phone.memory.add_page_cache(reader, pages), "boot-cache")
+
+        def after_boot(_: object) -> None:
+            # The study's order: the player page is open, then the generator builds the
+            # start state around it, then playback starts.
+            phone.trims.arm()
+            player = VideoPlayer(
+                phone, reps, rule, host=HOSTS[params.player], genre=params.genre,
+                duration_s=params.duration_s, autoplay=False,
+            )  # fmt: skip
+            state["player"] = player
+            player.loaded.callbacks.append(start_pressure)  # type: ignore[union-attr]
+
+        env.schedule(seconds(1), boot_cache)
         env.schedule(seconds(2), after_boot)
         env.schedule(seconds(params.setup_s), start_video)
         duration_ns = seconds(params.setup_s + params.duration_s + 2)
@@ -147,7 +172,8 @@ class Video:
 def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> ScenarioOutput:
     player = state.get("player")
     assert isinstance(player, VideoPlayer)
-    start_ns = int(state["start_ns"])  # type: ignore[call-overload]
+    # Playback may never start: the player can be killed while the state is built.
+    start_ns = int(state.get("start_ns", phone.env.now))  # type: ignore[call-overload]
     now = phone.env.now
     frames = pd.DataFrame(
         [(f.index, f.due_ns, f.shown, f.representation) for f in player.frames],
@@ -199,6 +225,23 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
             "rendered_fps": per_second,
             "thread_states": thread_states(threads),
             "preemption_summary": preemption_summary(preemptions, threads),
+            "video_preemptions": preemption_summary(
+                _of_victims(preemptions, _video_tids(threads, player)), threads
+            ),
             "kills": kills,
         },
     )
+
+
+def _video_tids(threads: pd.DataFrame, player: VideoPlayer) -> set[int]:
+    """The video threads (spec 01): the player's own threads and SurfaceFlinger."""
+    video = (threads["process"] == player.process.name) | (
+        threads["thread"] == player.surfaceflinger.name
+    )
+    return {int(t) for t in threads.loc[video, "tid"]}
+
+
+def _of_victims(preemptions: pd.DataFrame, tids: set[int]) -> pd.DataFrame:
+    if preemptions.empty:
+        return preemptions
+    return preemptions.loc[preemptions["victim_tid"].isin(tids)]

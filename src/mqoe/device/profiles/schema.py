@@ -90,13 +90,15 @@ class MemorySpec(_Model):
     zram_fraction: float = Field(default=0.5, ge=0, le=2)
     zram_ratio: float = Field(default=2.0, gt=1, le=10)
     # Reclaim CPU costs in reference cycles per 4 KB page (calibration constants:
-    # LRU scan ~0.3 µs; lz4 ~350 MB/s compress, ~1.3 GB/s decompress on a 1 GHz A53).
-    scan_cycles_per_page: int = Field(default=300, ge=0)
+    # scanning a page — LRU isolation, the rmap walk that checks its referenced bits,
+    # putback — ~2 µs on a 1 GHz A53; lz4 ~350 MB/s compress, ~1.3 GB/s decompress).
+    scan_cycles_per_page: int = Field(default=2_000, ge=0)
     compress_cycles_per_page: int = Field(default=12_000, ge=0)
     decompress_cycles_per_page: int = Field(default=3_000, ge=0)
-    # A page of a hot (foreground/visible) process found referenced gets a second
-    # chance instead of being reclaimed (active-list rotation); calibration constant.
-    hot_referenced_fraction: float = Field(default=0.5, ge=0, le=1)
+    # A scanned page that its process used recently is found referenced and rotated
+    # instead of reclaimed. "Recently" = the pages touched, decayed with this time
+    # constant (roughly one LRU scan cycle; calibration constant).
+    referenced_window_ms: float = Field(default=1000.0, gt=0)
 
     @property
     def total_pages(self) -> int:
@@ -116,10 +118,19 @@ class StorageSpec(_Model):
     read_latency_us: float | None = Field(default=None, gt=0)
     write_latency_us: float | None = Field(default=None, gt=0)
     per_page_us: float | None = Field(default=None, ge=0)
-    # CPU the block layer + host driver spend per request in mmcqd (reference cycles;
-    # calibration: tens of µs on an A53).
-    cycles_per_request: int = Field(default=40_000, ge=0)
+    # CPU per request in the queue thread (mmcqd), reference cycles; None → by type.
+    # Calibration: the eMMC path on 3.x/4.x kernels prepares and maps the request, does
+    # cache maintenance on its buffers, and polls the card's busy status (CMD13) in
+    # mmcqd's own context — ~0.2 ms per request on an A53; UFS hands off to the
+    # controller's queue (~0.05 ms).
+    cycles_per_request: int | None = Field(default=None, ge=0)
     readahead_pages: int = Field(default=32, ge=1, le=512)  # VM readaround on a fault
+
+    @property
+    def request_cycles(self) -> int:
+        if self.cycles_per_request is not None:
+            return self.cycles_per_request
+        return 200_000 if self.type == "emmc" else 50_000
 
     @property
     def read_us(self) -> float:
@@ -179,6 +190,18 @@ class LmkSpec(_Model):
     )  # spec 06
     medium_adj: int = 800  # vmpressure medium (≥ 60) kills cached/background (spec 01)
     critical_adj: int = 0  # vmpressure critical (≥ 95) makes the foreground killable
+    # Legacy lmkd's swap-aware filter of vmpressure events (lmkd.cpp mp_event_common,
+    # Android 9–10): mem_pressure = 100 × RAM usage / (RAM + swap usage). With
+    # ``critical_upgrade`` an event below critical becomes critical when mem_pressure <
+    # ``upgrade_pressure`` (swapping too much); while free swap ≥
+    # ``swap_free_low_percentage`` % of swap, events are ignored when mem_pressure >
+    # ``downgrade_pressure`` and critical ones become medium when it is >
+    # ``upgrade_pressure``. AOSP defaults (off, 100, 100, 10) leave events unfiltered;
+    # Android Go sets on/40/60 (build/make/target/product/go_defaults_common.mk).
+    critical_upgrade: bool = False
+    upgrade_pressure: int = Field(default=100, ge=0, le=100)
+    downgrade_pressure: int = Field(default=100, ge=0, le=100)
+    swap_free_low_percentage: int = Field(default=10, ge=0, le=100)
     psi_partial_stall_ms: int | None = None  # None: 70, or 200 on low-RAM devices (spec 06)
     psi_complete_stall_ms: int = 700  # spec 06
     event_cycles: int = 200_000  # lmkd's CPU per event (reads /proc/meminfo, zoneinfo)

@@ -1,0 +1,137 @@
+"""The phone's own processes: system_server, SystemUI, GMS, the launcher, audio, kernel
+workers — what a booted Android holds in memory and does on the CPU while the user
+watches a video.
+
+Each service is a process at its ProcessList oom_score_adj holding an anon and a file
+working set (allocated through the memory model at boot) with a few threads. Each
+thread wakes at random (exponential gaps), uses ``touch_per_s`` of its process's pages
+per second of gap — so reclaim finds them referenced, and evicted ones refault — and
+runs an exponentially distributed burst of CPU. The load is light on its own; under
+memory pressure its refaults and the CPU it competes for are part of what the video
+threads wait behind (spec 01).
+
+The catalogue (``apps/catalog/system.toml``) has a ``go`` table for Android Go
+(low-RAM) profiles and a ``full`` one for the others; its values are calibration
+constants, documented there.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Generator
+from dataclasses import dataclass, fields
+from importlib import resources
+
+import numpy as np
+
+from mqoe.device.cpu import Fair, Thread
+from mqoe.device.phone import Phone
+from mqoe.device.process import Process
+from mqoe.engine import Event
+from mqoe.engine import Process as EngineProcess
+
+MB_PAGES = 256
+_ALLOC_STEP_PAGES = MB_PAGES
+CATALOGUE = "system.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSpec:
+    name: str
+    adj: int
+    anon_mb: float
+    file_mb: float
+    threads: int
+    mcycles_per_s: float  # mean CPU, reference Mcycles per second (all threads)
+    burst_mcycles: float  # mean CPU burst per wake-up
+    touch_per_s: float  # share of its pages used per second
+    nice: int = 0
+
+    def __post_init__(self) -> None:
+        if self.anon_mb < 0 or self.file_mb < 0 or self.threads < 1:
+            raise ValueError("anon_mb and file_mb must not be negative; threads ≥ 1")
+        if not (self.mcycles_per_s > 0 and self.burst_mcycles > 0):
+            raise ValueError("mcycles_per_s and burst_mcycles must be positive")
+        if not 0 <= self.touch_per_s <= 1:
+            raise ValueError("touch_per_s must be in 0..1")
+
+    @property
+    def wake_gap_s(self) -> float:
+        """Mean gap between one thread's wake-ups."""
+        return self.burst_mcycles * self.threads / self.mcycles_per_s
+
+
+def load_catalogue(table: str, text: str | None = None) -> tuple[ServiceSpec, ...]:
+    """The ``go`` or ``full`` service table (``text``: a catalogue to parse instead)."""
+    if text is None:
+        text = resources.files("mqoe.apps").joinpath("catalog", CATALOGUE).read_text()
+    data = tomllib.loads(text)
+    if table not in data:
+        raise ValueError(f"{CATALOGUE}: no [[{table}]] table (have: {', '.join(data)})")
+    known = {f.name for f in fields(ServiceSpec)}
+    specs = []
+    for i, entry in enumerate(data[table]):
+        unknown = set(entry) - known
+        if unknown:
+            raise ValueError(f"{CATALOGUE}: [[{table}]] #{i + 1}: unknown keys {sorted(unknown)}")
+        try:
+            specs.append(ServiceSpec(**entry))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{CATALOGUE}: [[{table}]] #{i + 1}: {exc}") from None
+    return tuple(specs)
+
+
+class SystemService:
+    """One always-running process of the phone (see the module docstring)."""
+
+    def __init__(self, phone: Phone, spec: ServiceSpec, rng: np.random.Generator) -> None:
+        self.phone = phone
+        self.spec = spec
+        env = phone.env
+        self.process: Process = phone.processes.spawn(spec.name, spec.adj, env.now)
+        names = [spec.name] + [f"{spec.name}:{k}" for k in range(1, spec.threads)]
+        self.threads: list[Thread] = [
+            phone.cpu.thread(name, Fair(spec.nice), process=spec.name) for name in names
+        ]
+        self.process.threads += self.threads
+        self.ready: Event = env.event()
+        self._rng = rng
+        self._procs: list[EngineProcess] = [env.process(self._boot(), spec.name)]
+        self.process.on_kill.append(self._on_kill)
+
+    def _on_kill(self, _: Process) -> None:
+        for proc in self._procs:
+            proc.stop()
+
+    def _boot(self) -> Generator[Event, object, None]:
+        memory, process, spec = self.phone.memory, self.process, self.spec
+        for mb, kind in ((spec.file_mb, "file"), (spec.anon_mb, "anon")):
+            total = round(mb * MB_PAGES)
+            for start in range(0, total, _ALLOC_STEP_PAGES):
+                yield from memory.allocate(
+                    process, self.threads[0], min(_ALLOC_STEP_PAGES, total - start), kind
+                )
+        self.ready.succeed()
+        env = self.phone.env
+        for thread in self.threads:
+            self._procs.append(env.process(self._work(thread), thread.name))
+
+    def _work(self, thread: Thread) -> Generator[Event, object, None]:
+        env, cpu, memory = self.phone.env, self.phone.cpu, self.phone.memory
+        spec, process, rng = self.spec, self.process, self._rng
+        gap_s = spec.wake_gap_s
+        burst = spec.burst_mcycles * 1e6
+        share = spec.touch_per_s * gap_s / spec.threads  # per wake, per thread
+        while True:
+            yield env.timeout(max(1, round(rng.exponential(gap_s) * 1e9)))
+            file_pages = round(process.file_ws_pages * share)
+            anon_pages = round((process.anon_pages + process.anon_swapped) * share)
+            yield from memory.touch(process, thread, file_pages, anon_pages)
+            yield cpu.run(thread, rng.exponential(burst))
+
+
+def boot_system(phone: Phone, table: str | None = None) -> list[SystemService]:
+    """Start the phone's own processes (``table``: go | full; default by the profile)."""
+    table = table or ("go" if phone.profile.low_ram else "full")
+    rng = phone.env.rng("system")
+    return [SystemService(phone, spec, rng) for spec in load_catalogue(table)]
