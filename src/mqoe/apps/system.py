@@ -48,6 +48,13 @@ class ServiceSpec:
     nice: int = 0
 
     def __post_init__(self) -> None:
+        for name, kinds in _TYPES.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                expected = " or ".join(k.__name__ for k in kinds)
+                raise ValueError(f"{name} must be {expected}, got {value!r}")
+        if not -20 <= self.nice <= 19:
+            raise ValueError(f"nice must be in -20..19, got {self.nice}")
         if self.anon_mb < 0 or self.file_mb < 0 or self.threads < 1:
             raise ValueError("anon_mb and file_mb must not be negative; threads ≥ 1")
         if not (self.mcycles_per_s > 0 and self.burst_mcycles > 0):
@@ -61,30 +68,43 @@ class ServiceSpec:
         return self.burst_mcycles * self.threads / self.mcycles_per_s
 
 
+_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "adj": (int,), "anon_mb": (int, float), "file_mb": (int, float),
+    "threads": (int,), "mcycles_per_s": (int, float), "burst_mcycles": (int, float),
+    "touch_per_s": (int, float), "nice": (int,),
+}  # fmt: skip
+
+
 def load_catalogue(table: str, text: str | None = None) -> tuple[ServiceSpec, ...]:
     """The ``go`` or ``full`` service table (``text``: a catalogue to parse instead)."""
+    source = CATALOGUE if text is None else "catalogue text"
     if text is None:
         text = resources.files("mqoe.apps").joinpath("catalog", CATALOGUE).read_text()
     data = tomllib.loads(text)
-    if table not in data:
-        raise ValueError(f"{CATALOGUE}: no [[{table}]] table (have: {', '.join(data)})")
+    entries = data.get(table)
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError(f"{source}: expected an array of tables [[{table}]]")
     known = {f.name for f in fields(ServiceSpec)}
-    specs = []
-    for i, entry in enumerate(data[table]):
+    specs: list[ServiceSpec] = []
+    for i, entry in enumerate(entries):
+        where = f"{source}: [[{table}]] #{i + 1}"
         unknown = set(entry) - known
         if unknown:
-            raise ValueError(f"{CATALOGUE}: [[{table}]] #{i + 1}: unknown keys {sorted(unknown)}")
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
         try:
-            specs.append(ServiceSpec(**entry))
+            spec = ServiceSpec(**entry)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{CATALOGUE}: [[{table}]] #{i + 1}: {exc}") from None
+            raise ValueError(f"{where}: {exc}") from None
+        if any(s.name == spec.name for s in specs):
+            raise ValueError(f"{where}: duplicate name {spec.name!r}")
+        specs.append(spec)
     return tuple(specs)
 
 
 class SystemService:
     """One always-running process of the phone (see the module docstring)."""
 
-    def __init__(self, phone: Phone, spec: ServiceSpec, rng: np.random.Generator) -> None:
+    def __init__(self, phone: Phone, spec: ServiceSpec) -> None:
         self.phone = phone
         self.spec = spec
         env = phone.env
@@ -95,7 +115,7 @@ class SystemService:
         ]
         self.process.threads += self.threads
         self.ready: Event = env.event()
-        self._rng = rng
+        self._rng: np.random.Generator = env.rng(f"system:{spec.name}")
         self._procs: list[EngineProcess] = [env.process(self._boot(), spec.name)]
         self.process.on_kill.append(self._on_kill)
 
@@ -133,5 +153,4 @@ class SystemService:
 def boot_system(phone: Phone, table: str | None = None) -> list[SystemService]:
     """Start the phone's own processes (``table``: go | full; default by the profile)."""
     table = table or ("go" if phone.profile.low_ram else "full")
-    rng = phone.env.rng("system")
-    return [SystemService(phone, spec, rng) for spec in load_catalogue(table)]
+    return [SystemService(phone, spec) for spec in load_catalogue(table)]

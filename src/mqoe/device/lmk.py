@@ -95,7 +95,7 @@ class Lmkd:
         memory = self.memory
         ram = memory.charged_pages
         swap = memory.zram_stored
-        return 100.0 * ram / (ram + swap) if ram + swap else 100.0
+        return float(ram * 100 // (ram + swap)) if ram + swap else 100.0  # lmkd's int math
 
     def filtered_level(self, level: str) -> str | None:
         """The level lmkd acts on after its swap checks (None: the event is ignored)."""
@@ -107,7 +107,9 @@ class Lmkd:
             level = "critical"  # swapping too much
         swap_total = memory.zram_limit
         swap_free = swap_total - memory.zram_stored
-        if swap_free * 100 >= swap_total * spec.swap_free_low_percentage:
+        # With no swap at all lmkd's check (0 ≥ 0) would ignore every event and leave
+        # the phone stuck in reclaim; mqoe treats "no swap" as "no swap to wait for".
+        if swap_total and swap_free * 100 >= swap_total * spec.swap_free_low_percentage:
             if pressure > spec.downgrade_pressure:
                 return None  # enough memory available
             if level == "critical" and pressure > spec.upgrade_pressure:

@@ -355,11 +355,11 @@ class Memory:
                 self._used(process, 0, 0)  # decay the recent-use counts to now
             file_target, anon_target = self._scan(victims, file_target, anon_target, batch)
             if file_target and self.zram_stored < self.zram_limit:
-                _, moved = self._scan(victims, 0, file_target, batch)
-                file_target, anon_target = 0, anon_target + moved
+                _, unscanned = self._scan(victims, 0, file_target, batch)
+                file_target, anon_target = 0, anon_target + unscanned
             elif anon_target:
-                moved, _ = self._scan(victims, self._scan_cache(anon_target, batch), 0, batch)
-                file_target, anon_target = file_target + moved, 0
+                unscanned, _ = self._scan(victims, self._scan_cache(anon_target, batch), 0, batch)
+                file_target, anon_target = file_target + unscanned, 0
             left = file_target + anon_target
             if left:
                 # Nothing of either kind to take: the kernel goes on scanning pages it

@@ -71,6 +71,8 @@ class VideoParams:
     # pick before the foreground (persistent service, ProcessList −700). 200 = an
     # ordinary foreground service, which lmkd kills first and so releases the pressure.
     generator_adj: int = -700
+    # How often the generator touches the memory it holds (0: never, it just holds it).
+    generator_touch_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.duration_s <= 0 or self.setup_s < 0:
@@ -137,7 +139,10 @@ class Video:
             if params.pressure == "normal":
                 start_video()
                 return
-            generator = PressureGenerator(phone, params.pressure, adj=params.generator_adj)
+            generator = PressureGenerator(
+                phone, params.pressure, adj=params.generator_adj,
+                hold_touch_s=params.generator_touch_s or None,
+            )  # fmt: skip
             state["generator"] = generator
             generator.done.callbacks.append(start_video)  # type: ignore[union-attr]
 
