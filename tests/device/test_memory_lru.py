@@ -4,6 +4,7 @@ batch goes to the other — only when both are gone does scanning fail (vmpressu
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -145,3 +146,31 @@ def test_with_zram_full_the_batch_goes_to_cold_file_pages() -> None:
     assert 60 * MB - idle.file_resident >= 8 * MB - m.zram_limit  # … file covered the rest
     assert max(pressures(m)) < VMPRESSURE_MEDIUM
     m.check()
+
+
+def test_pages_just_faulted_back_are_referenced_so_a_thrashing_process_makes_scans_futile() -> None:
+    # Two processes with the same 40 MB file working set, each using 4 MB of it a moment
+    # ago. "quiet" has it all resident: its uses fall on a working set ten times larger,
+    # so few resident pages are referenced. "thrash" has only 4 MB resident — the pages
+    # it just faulted back in — so nearly every scanned page is referenced.
+    def pressure_after(refault: bool) -> float:
+        p = phone(swappiness=0)
+        m = p.memory
+        proc, thread = app(p, "proc", 900)
+        run_gen(p, m.allocate(proc, thread, 40 * MB, "file"))
+        p.run(seconds(IDLE_S))  # the allocation's own use decays away
+        if refault:
+            proc.file_resident = 0  # evicted earlier; its pages went back to free memory
+            m.free_pages += 40 * MB
+        run_gen(p, m.touch(proc, thread, file_pages=4 * MB))
+        p.run(ms(100))  # 32 readaround reads of ~1.7 ms each
+        assert (proc.file_resident < 8 * MB) == refault
+        m.check()
+        squeeze(p, past_min_mb=3, settle_s=0.5)
+        return pressures(m)[0]
+
+    # Expected from the formula's two parts: ~0.15 s after the uses they have decayed to
+    # e^-0.15 ≈ 0.86 of themselves.
+    uniform = -math.expm1(-4 / 40)  # ≈ 0.10 of resident pages used, for either process
+    assert pressure_after(refault=False) < 100 * (uniform + 0.1)
+    assert pressure_after(refault=True) >= 100 * (0.86 * 1.0)  # all resident = refaulted

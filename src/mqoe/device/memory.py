@@ -17,9 +17,12 @@ zRAM pool (the RAM holding compressed anon pages).
   touches them again); dirty ones are written back first; anon pages are compressed
   into zRAM (CPU on the reclaiming thread). A scanned page its process used recently is
   *referenced* and rotated instead of reclaimed — the scanned-but-not-reclaimed pages
-  that raise vmpressure. The chance is the process's recently used pages (decayed over
-  the profile's ``referenced_window_ms``) over its resident pages of that kind, so a
-  process thrashing on a small resident set makes almost every scan futile.
+  that raise vmpressure. Uses fall uniformly on a process's working set, so a resident
+  page was used since the scanner last passed with chance 1 − exp(−uses / working set),
+  uses decayed over the profile's ``referenced_window_ms`` (about one scanner pass);
+  pages just faulted back in count as used (the kernel's workingset activation). Light
+  thrashing keeps reclaim efficient; a process whose resident set is mostly pages it
+  just faulted back makes almost every scan futile — critical vmpressure.
 * **Direct reclaim**: an allocation that would leave free memory below *min* makes the
   allocating thread reclaim itself (CPU on that thread, a memory stall).
 * **Refaults**: :meth:`touch` is how a running process uses its working set; touching
@@ -238,6 +241,7 @@ class Memory:
                     self.free_pages -= chunk
                     process.file_resident += chunk
                     self.workingset_refault += chunk
+                    self._used(process, chunk, 0, refaulted=True)
                     self.cpu.set_io_wait(thread, True)
                     yield self.storage.submit(chunk)
                     if thread.alive:
@@ -259,6 +263,7 @@ class Memory:
                         self.free_pages -= faults
                         process.anon_pages += faults
                         self.pswpin += faults
+                        self._used(process, 0, faults, refaulted=True)
                         yield self.cpu.run(thread, faults * self.spec.decompress_cycles_per_page)
                 finally:
                     self._stall_end(reclaiming=True)
@@ -405,16 +410,24 @@ class Memory:
                 anon_target -= self._reclaim_pages(process, "anon", anon_target, batch)
         return max(0, file_target), max(0, anon_target)
 
-    def _used(self, process: Process, file_pages: int, anon_pages: int) -> None:
-        """``process`` used pages now (none: just decay its recent-use counts to now)."""
+    def _used(
+        self, process: Process, file_pages: int, anon_pages: int, refaulted: bool = False
+    ) -> None:
+        """``process`` used pages now (none: just decay its recent-use counts to now);
+        ``refaulted``: they were faulted back in (refaults or swap-ins)."""
         now = self.env.now
         elapsed = now - process.recent_at_ns
         if elapsed:
             decay = math.exp(-elapsed / self._ref_window_ns)
             process.recent_file *= decay
             process.recent_anon *= decay
+            process.recent_refault_file *= decay
+            process.recent_refault_anon *= decay
             process.recent_at_ns = now
-        if file_pages or anon_pages:
+        if refaulted:
+            process.recent_refault_file += file_pages
+            process.recent_refault_anon += anon_pages
+        elif file_pages or anon_pages:
             process.recent_file += file_pages
             process.recent_anon += anon_pages
             process.last_use_ns = now
@@ -423,10 +436,18 @@ class Memory:
         """Scan up to ``want`` pages of one pool; returns how many were scanned."""
         pool = process.file_resident if kind == "file" else process.anon_pages
         scanned = min(pool, want)
-        recent = process.recent_file if kind == "file" else process.recent_anon
+        if kind == "file":
+            uses, faulted = process.recent_file, process.recent_refault_file
+            working_set = process.file_ws_pages
+        else:
+            uses, faulted = process.recent_anon, process.recent_refault_anon
+            working_set = process.anon_pages + process.anon_swapped
         referenced = 0
-        if scanned and recent >= 1.0:
-            p_ref = min(1.0, recent / pool)
+        if scanned and uses >= 1.0:
+            # Uses fall uniformly on the working set, so a resident page was used since
+            # the scanner last passed (about one window ago) with chance 1 − e^(−uses/ws);
+            # pages just faulted back in were all used (workingset activation).
+            p_ref = min(1.0, faulted / pool - math.expm1(-uses / working_set))
             referenced = int(self._rng.binomial(scanned, p_ref))
         taken = scanned - referenced
         if kind == "anon":

@@ -48,6 +48,8 @@ class Process:
     last_use_ns: int = 0
     recent_file: float = 0.0
     recent_anon: float = 0.0
+    recent_refault_file: float = 0.0  # …of which faulted back in (refaults, swap-ins)
+    recent_refault_anon: float = 0.0
     recent_at_ns: int = 0
     on_kill: list[Callable[[Process], None]] = field(default_factory=list)
 
