@@ -201,3 +201,18 @@ def test_a_process_killed_mid_refault_releases_its_stall() -> None:
     p.run(seconds(1))
     assert m.psi_some_ns == some
     m.check()
+
+
+def test_the_flusher_writes_dirty_cache_back_after_five_seconds_then_sleeps() -> None:
+    p = phone()
+    m = p.memory
+    _, writer = app(p, "writer", FOREGROUND_APP_ADJ)
+    run_gen(p, m.add_page_cache(writer, 300, dirty=True))  # no memory pressure at all
+    p.run(seconds(4.9))
+    assert m.cache_dirty == 300 and p.storage.writes == 0
+    p.run(seconds(1))
+    # 300 pages in requests of at most 128: 128 + 128 + 44, all written and now clean.
+    assert p.storage.writes == 3 and p.storage.pages_written == 300
+    assert m.cache_dirty == m.cache_writeback == 0 and m.cache_clean == 300
+    assert p.env.peek() is None  # the flusher sleeps until pages are dirtied again
+    m.check()

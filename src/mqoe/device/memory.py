@@ -25,6 +25,8 @@ zRAM pool (the RAM holding compressed anon pages).
   just faulted back makes almost every scan futile — critical vmpressure.
 * **Direct reclaim**: an allocation that would leave free memory below *min* makes the
   allocating thread reclaim itself (CPU on that thread, a memory stall).
+* **Writeback**: dirty page cache is written every 5 s by the flusher (and by reclaim
+  when it reaches dirty pages), in requests through mmcqd.
 * **Refaults**: :meth:`touch` is how a running process uses its working set; touching
   evicted file pages reads them back through storage (the thread waits on I/O), touching
   swapped anon pages decompresses them (CPU) — both are memory stalls.
@@ -52,6 +54,8 @@ VMPRESSURE_MEDIUM = 60
 VMPRESSURE_CRITICAL = 95
 _OOM_WAIT_NS = ms(10)  # nothing left to reclaim: wait for lmkd (congestion_wait)
 _FAULT_STEP_PAGES = 256  # allocations fault in 1 MiB at a time
+_WRITEBACK_INTERVAL_NS = ms(5000)  # vm.dirty_writeback_centisecs = 500
+WRITEBACK_PAGES = 128  # pages per writeback request (512 KB, max_sectors_kb of eMMC)
 
 
 def watermarks(spec: MemorySpec) -> tuple[int, int, int]:
@@ -115,6 +119,7 @@ class Memory:
         self.kswapd: Thread = cpu.thread("kswapd0", Fair(0), process="kernel")
         self._kswapd_wake: Event | None = None
         env.process(self._kswapd_loop(), "kswapd0")
+        self._flush_armed = False
         # vmpressure and PSI
         self._window_scanned = 0
         self._window_reclaimed = 0
@@ -211,6 +216,7 @@ class Memory:
         self.free_pages -= pages
         if dirty:
             self.cache_dirty += pages
+            self._arm_flusher()
         else:
             self.cache_clean += pages
         self._maybe_wake_kswapd()
@@ -339,6 +345,21 @@ class Memory:
                     # Nothing reclaimable: back off like kswapd's failed balance.
                     yield self.env.timeout(ms(100))
                     break
+
+    def _arm_flusher(self) -> None:
+        """Dirty pages wake the writeback flusher dirty_writeback_centisecs (5 s) later."""
+        if not self._flush_armed:
+            self._flush_armed = True
+            self.env.schedule(_WRITEBACK_INTERVAL_NS, self._flush)
+
+    def _flush(self, _: object) -> None:
+        """The flusher: the dirty page cache goes to storage in requests of up to
+        WRITEBACK_PAGES (it sleeps again until pages are dirtied)."""
+        self._flush_armed = False
+        while self.cache_dirty:
+            flush = min(self.cache_dirty, WRITEBACK_PAGES)
+            self.cache_dirty -= flush
+            self._writeback(flush)
 
     def _reclaim(self, target: int, direct: bool) -> _Batch:
         """Scan the pools coldest first, splitting the target between file and anon."""
