@@ -216,3 +216,24 @@ def test_the_flusher_writes_dirty_cache_back_after_five_seconds_then_sleeps() ->
     assert m.cache_dirty == m.cache_writeback == 0 and m.cache_clean == 300
     assert p.env.peek() is None  # the flusher sleeps until pages are dirtied again
     m.check()
+
+
+def test_a_process_with_incompressible_data_fills_the_zram_pool_page_for_page() -> None:
+    pools = []
+    for ratio in (0.0, 1.0):  # the profile's 2:1, then random bytes (zRAM huge pages)
+        p = phone(swappiness=200, zram_ratio=2.0)
+        m = p.memory
+        bg, bg_thread = app(p, "bg", CACHED_APP_MIN_ADJ)
+        bg.zram_ratio = ratio
+        fg, fg_thread = app(p, "fg", FOREGROUND_APP_ADJ)
+        run_gen(p, m.allocate(bg, bg_thread, 100 * MB))
+        p.run(seconds(5))
+        run_gen(p, m.allocate(fg, fg_thread, m.free_pages - m.min_wmark + MB))
+        p.run(seconds(1))
+        assert bg.anon_swapped > 0
+        # fg's own pages (the profile's 2:1) may be swapped too once bg runs out.
+        compressed = bg.anon_swapped / (ratio or 2.0) + fg.anon_swapped / 2.0
+        assert m.zram_pool == math.ceil(compressed)
+        m.check()
+        pools.append((m.zram_pool - fg.anon_swapped / 2.0) / bg.anon_swapped)
+    assert pools[1] > 1.9 * pools[0]  # the same pages cost twice the RAM in zRAM

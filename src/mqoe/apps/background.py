@@ -293,6 +293,7 @@ class PressureGenerator:
         adj: int = PERCEPTIBLE_APP_ADJ,  # a started service the user knows of
         nice: int = -17,  # spec 01: the generator service runs at nice −17
         name: str = "memory-pressure",
+        zram_ratio: float = 0.0,  # its data's compressibility (0: the profile's ratio)
     ) -> None:
         if target not in TARGET_LEVELS:
             raise ValueError(f"target must be one of {', '.join(TARGET_LEVELS)}, got {target!r}")
@@ -309,6 +310,7 @@ class PressureGenerator:
         self.fault_cycles_per_page = fault_cycles_per_page
         env = phone.env
         self.process: Process = phone.processes.spawn(name, adj, env.now)
+        self.process.zram_ratio = zram_ratio
         self.thread: Thread = phone.cpu.thread(name, Fair(nice), process=name)
         self.process.threads.append(self.thread)
         self.allocated_pages = 0

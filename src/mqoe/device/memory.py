@@ -487,7 +487,7 @@ class Memory:
     def _zram_add(self, process: Process, pages: int) -> None:
         process.anon_swapped += pages
         self.zram_stored += pages
-        self._zram_bytes += pages * PAGE_BYTES / self.spec.zram_ratio
+        self._zram_bytes += pages * PAGE_BYTES / (process.zram_ratio or self.spec.zram_ratio)
         self._resize_zram_pool()
 
     def _zram_remove(self, process: Process, pages: int) -> None:
@@ -495,7 +495,8 @@ class Memory:
             return
         process.anon_swapped -= pages
         self.zram_stored -= pages
-        self._zram_bytes = max(0.0, self._zram_bytes - pages * PAGE_BYTES / self.spec.zram_ratio)
+        ratio = process.zram_ratio or self.spec.zram_ratio
+        self._zram_bytes = max(0.0, self._zram_bytes - pages * PAGE_BYTES / ratio)
         self._resize_zram_pool()
 
     def _resize_zram_pool(self) -> None:

@@ -43,6 +43,9 @@ class Process:
     file_ws_pages: int = 0  # file-backed working set (code, libraries, resources)
     file_resident: int = 0  # …of which in RAM; the rest refaults when touched
     gpu_pages: int = 0
+    # zRAM compression ratio of its anon data (0: the profile's). Random bytes do not
+    # compress: zRAM keeps such pages whole ("huge" pages), ratio 1.
+    zram_ratio: float = 0.0
     # When the process last used its pages (allocate / touch): its LRU age for reclaim;
     # and how many file / anon pages it used lately (decayed; owned by the memory model).
     last_use_ns: int = 0

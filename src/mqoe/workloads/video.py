@@ -73,6 +73,9 @@ class VideoParams:
     generator_adj: int = -700
     # How often the generator touches the memory it holds (0: never, it just holds it).
     generator_touch_s: float = 0.0
+    # zRAM compression ratio of the generator's data (0: the profile's ratio; 1: random
+    # bytes, which zRAM stores whole).
+    generator_ratio: float = 0.0
 
     def __post_init__(self) -> None:
         if self.duration_s <= 0 or self.setup_s < 0:
@@ -142,6 +145,7 @@ class Video:
             generator = PressureGenerator(
                 phone, params.pressure, adj=params.generator_adj,
                 hold_touch_s=params.generator_touch_s or None,
+                zram_ratio=params.generator_ratio,
             )  # fmt: skip
             state["generator"] = generator
             generator.done.callbacks.append(start_video)  # type: ignore[union-attr]
