@@ -346,3 +346,44 @@ def test_renicing_a_sleeping_thread_changes_its_weight(phone_factory: PhoneFacto
     t = phone.cpu.thread("t")
     phone.cpu.set_policy(t, Fair(10))
     assert (t.nice, t.weight) == (10, NICE_TO_WEIGHT[30])
+
+
+def _periodic(
+    phone: Phone, thread: Thread, cycles: float, period_ns: int, cores: list[int]
+) -> None:
+    """``thread`` wakes every ``period_ns`` to run ``cycles``; records the core it ran on."""
+
+    def proc() -> Generator[Event, None, None]:
+        while True:
+            done = phone.cpu.run(thread, cycles)
+            core = thread._core
+            cores.append(-1 if core is None else core.cid)
+            yield done
+            yield phone.env.timeout(period_ns)
+
+    phone.env.process(proc())
+
+
+@pytest.mark.parametrize(("cycles", "moves_up"), [(9_000_000, True), (2_000_000, False)])
+def test_a_thread_that_no_longer_fits_a_little_core_moves_to_an_idle_big_one(
+    phone_factory: PhoneFactory, cycles: float, moves_up: bool
+) -> None:
+    # Cores 0-1 little (1 cycle/ns), 2-3 big (2 cycles/ns). A thread starting on a little
+    # core that runs 9 ms of every 10 ms there is busier than the 80% margin: at a
+    # wake-up it takes an idle big core. One running 2 ms of every 10 ms stays little.
+    phone = phone_factory([(2, 1000.0, 1.0), (2, 2000.0, 1.0)])
+    heavy = phone.cpu.thread("compositor", cpus=[0, 1, 2, 3])
+    phone.cpu.set_affinity(heavy, [0])  # start it on a little core …
+    cores: list[int] = []
+    _periodic(phone, heavy, cycles, ms(1), cores)
+    phone.run(ms(300))  # long enough for its running fraction to settle (32 ms half-life)
+    phone.cpu.set_affinity(heavy, [0, 1, 2, 3])  # … then let the scheduler choose
+    before = len(cores)
+    phone.run(ms(200))
+    later = cores[before + 2 :]
+    assert later, "the thread kept waking"
+    if moves_up:
+        assert set(later) <= {2, 3}
+    else:
+        assert set(later) <= {0, 1}
+    phone.cpu.check_invariants()

@@ -15,7 +15,9 @@ Scheduling follows the Linux kernel in the parts that shape QoE:
   of credit (GENTLE_FAIR_SLEEPERS).
 * **Placement.** A waking fair thread takes an idle allowed core (its previous core first,
   then its previous cluster), else stays on its previous core, as select_idle_sibling
-  does; a new thread goes to the least-loaded allowed core (fork balancing). A waking RT
+  does; on big.LITTLE a thread whose running fraction (PELT-like, 32 ms half-life)
+  exceeds 80% on a slower core takes an idle core of the fastest cluster (up-migration);
+  a new thread goes to the least-loaded allowed core (fork balancing). A waking RT
   thread stays on its previous core unless a higher-or-equal RT thread runs there
   (select_task_rq_rt), else takes the lowest-priority allowed core.
 * **Balancing (idealised).** A core going idle pulls queued RT threads of others first,
@@ -135,6 +137,12 @@ class SchedSwitch:
     next_tid: int
 
 
+UTIL_HALFLIFE_NS = 32_000_000  # PELT's load-tracking half-life (kernel/sched/pelt.c)
+# A thread busier than this on a slower core moves to an idle core of the fastest
+# cluster at wake-up (EAS's misfit 80% capacity margin; HMP's sched_upmigrate ≈ 80–95%).
+UPMIGRATE_UTIL = 0.8
+
+
 class Thread:
     """A schedulable thread. Created by :meth:`Cpu.thread`; give it work with :meth:`Cpu.run`."""
 
@@ -149,6 +157,7 @@ class Thread:
         "_seq",
         "_since",
         "_update",
+        "_util",
         "_vruntime",
         "allowed",
         "name",
@@ -185,6 +194,7 @@ class Thread:
         self._seq = 0
         self._preempted_idx = -1
         self._preemptor_idx = -1
+        self._util = 0.0  # PELT-like running fraction (heterogeneous CPUs only)
 
     def _set_policy(self, policy: SchedPolicy) -> None:
         if isinstance(policy, RealTime):
@@ -298,6 +308,13 @@ class Cpu:
         self.preemptions = PreemptionLog()
         self._all = tuple(range(len(self.cores)))
         self._n_idle = len(self.cores)
+        fastest = max(core.rate for core in self.cores)
+        # Heterogeneous (big.LITTLE) CPUs: cores of the fastest cluster, where a thread
+        # that no longer fits a slower core goes (up-migration).
+        self._fast: frozenset[int] = frozenset(
+            core.cid for core in self.cores if core.rate == fastest
+        )
+        self._hetero = len(self._fast) < len(self.cores)
         self._n_rt_queued = 0
         self._n_cfs_queued = 0
         self._seq = 0
@@ -449,9 +466,20 @@ class Cpu:
     def _set_state(self, thread: Thread, state: ThreadState) -> None:
         now = self.env.now
         if thread.state != ThreadState.DEAD:
-            thread.state_ns[thread.state] += now - thread._since
+            elapsed = now - thread._since
+            thread.state_ns[thread.state] += elapsed
+            if self._hetero and elapsed:
+                thread._util = self._util_after(thread, elapsed)
         thread.state = state
         thread._since = now
+
+    @staticmethod
+    def _util_after(thread: Thread, elapsed: int) -> float:
+        """The thread's running fraction, geometrically averaged with PELT's 32 ms
+        half-life, after ``elapsed`` ns more in its current state."""
+        decay: float = 0.5 ** (elapsed / UTIL_HALFLIFE_NS)
+        running = 1.0 if thread.state == ThreadState.RUNNING else 0.0
+        return thread._util * decay + running * (1.0 - decay)
 
     def _update_curr(self, core: Core) -> None:
         """Charge the running thread for the time since its last update (update_curr)."""
@@ -577,6 +605,12 @@ class Cpu:
         if last is not None and last.cid not in allowed:
             last = None
         if self._n_idle:
+            if self._hetero and last is not None and last.cid not in self._fast:
+                util = self._util_after(thread, self.env.now - thread._since)
+                if util > UPMIGRATE_UTIL:  # misfit: it no longer fits a slower core
+                    for cid in allowed:
+                        if cid in self._fast and cores[cid].current is None:
+                            return cores[cid]
             if last is not None and last.current is None:
                 return last
             fallback: Core | None = None
