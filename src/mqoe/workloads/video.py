@@ -56,12 +56,14 @@ class VideoParams:
     player: str = "browser"  # browser (dash.js in a mobile browser) | app (ExoPlayer-like)
     pressure: str = "normal"  # start state: normal | moderate | low | critical
     apps: int = 0  # ordinary apps opened before the video (organic pressure)
-    boot_cached: int = 12  # cached processes after boot (calibration)
+    # Cached processes after boot (calibration: Android keeps memory full of cached
+    # apps by design — a lightly used phone holds a dozen or more).
+    boot_cached: int = 16
     system: bool = True  # the phone's own processes (system_server, SystemUI, GMS, …)
     # Free memory left after boot: the rest holds the clean page cache of files read
     # while booting (calibration: a booted phone shows MemFree of tens of MB, Cached of
     # hundreds). Negative: no boot cache.
-    boot_free_mb: float = 60.0
+    boot_free_mb: float = 20.0
     adapt: str = "none"  # memory-aware adaptation: none | fps | resolution | both
     quiet_s: float = 30.0  # adaptation: recover after this long without trims
     rule: str = ""  # a network ABR rule spec to combine with the fixed choice
