@@ -19,6 +19,7 @@ from mqoe.experiments.coal_not_diamonds import (
     Run,
     comparison_sections,
     metric_rows,
+    shape_checks,
 )
 from mqoe.results import read_metrics_csv
 from mqoe.results.store import RunRecord
@@ -218,3 +219,17 @@ def test_quick_reproduction_runs_the_simulator(tmp_path: Path) -> None:
     drops = [r.value for r in rows if r.figure == "drop-grid" and r.metric == "frame_drop_pct"]
     assert len(drops) == 3 * 2 * 3 and all(math.isfinite(v) for v in drops)
     assert "| 1080p30 drop, normal | 19.0 |" in (tmp_path / "comparison.md").read_text()
+
+
+@pytest.mark.parametrize("nexus_5_drop", [4.0, 20.0])
+def test_bigger_phones_must_be_no_worse_than_the_nokia_1_in_every_cell(
+    nexus_5_drop: float,
+) -> None:
+    # _fake adds the seed number (1..5) to every drop: all profiles get the same offset.
+    drops = {"nokia-1": 10.0, "nexus-5": nexus_5_drop, "nexus-6p": 10.0}
+    results = _results(False, lambda c: drops[c.profile])
+    checks = {c.what: c for c in shape_checks(Aggregate(results), Plan.for_mode(False))}
+    assert checks["nexus-6p no worse than the Nokia 1 in every grid cell"].met  # equal
+    nexus_5 = checks["nexus-5 no worse than the Nokia 1 in every grid cell"]
+    assert nexus_5.met is (nexus_5_drop <= 10.0)
+    assert nexus_5.simulated == (100.0 if nexus_5_drop <= 10.0 else 0.0)
