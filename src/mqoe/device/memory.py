@@ -370,15 +370,13 @@ class Memory:
         file_target = target - anon_target
         file_target = self._scan_cache(file_target, batch)
         # Then processes, least recently used first. When one kind runs out (no file
-        #    pages left, or zRAM full) the rest of the batch goes to the other, as
-        #    get_scan_count() balances the LRUs by what they hold.
+        # pages left, or zRAM full) the rest of the batch goes to the other, as
+        # get_scan_count() balances the LRUs by what they hold.
         if file_target > 0 or anon_target > 0:
             victims = sorted(
                 self.processes.alive,
                 key=lambda p: (p.last_use_ns, -p.oom_score_adj, p.pid),
             )
-            for process in victims:
-                self._used(process, 0, 0)  # decay the recent-use counts to now
             file_target, anon_target = self._scan(victims, file_target, anon_target, batch)
             if file_target and self.zram_stored < self.zram_limit:
                 _, unscanned = self._scan(victims, 0, file_target, batch)
@@ -455,6 +453,7 @@ class Memory:
 
     def _reclaim_pages(self, process: Process, kind: str, want: int, batch: _Batch) -> int:
         """Scan up to ``want`` pages of one pool; returns how many were scanned."""
+        self._used(process, 0, 0)  # decay its recent-use counts to now
         pool = process.file_resident if kind == "file" else process.anon_pages
         scanned = min(pool, want)
         if kind == "file":
