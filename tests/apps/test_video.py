@@ -8,7 +8,10 @@ from mqoe.apps.video import APP, VideoPlayer
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import load_profile
 from mqoe.engine import seconds
+from mqoe.errors import UserError
 from mqoe.policies.abr import Fixed, Representation
+from mqoe.workloads.base import parse_params
+from mqoe.workloads.video import VideoParams
 from tests.conftest import make_profile
 
 
@@ -93,3 +96,17 @@ def test_shown_frames_never_exceed_frames_due() -> None:
     player = _play(phone, seconds_=8.0)
     shown = sum(f.shown for f in player.frames)
     assert shown == len(player.frames) == player.frames_due(phone.env.now)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("generator_touch_s", "-1", "generator_touch_s must not be negative"),
+        ("generator_ratio", "0.5", "generator_ratio must be 0"),
+    ],
+)
+def test_bad_generator_parameters_are_user_errors_naming_them(
+    key: str, value: str, message: str
+) -> None:
+    with pytest.raises(UserError, match=message):
+        parse_params(VideoParams, {key: value}, "video")

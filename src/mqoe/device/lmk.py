@@ -123,8 +123,8 @@ class Lmkd:
                 return
             level = self.filtered_level(sample.level)
             if level == "critical":
-                self._request(spec.critical_adj, f"vmpressure {sample.level}→critical"
-                              if sample.level != "critical" else "vmpressure critical")  # fmt: skip
+                upgraded = "" if sample.level == "critical" else f"{sample.level}→"
+                self._request(spec.critical_adj, f"vmpressure {upgraded}critical")
             elif level == "medium":
                 self._request(spec.medium_adj, "vmpressure medium")
             return

@@ -96,6 +96,10 @@ class VideoParams:
             raise ValueError("adapt must be none, fps, resolution or both")
         if self.apps < 0 or self.boot_cached < 0:
             raise ValueError("apps and boot_cached must not be negative")
+        if self.generator_touch_s < 0:
+            raise ValueError("generator_touch_s must not be negative (0: never)")
+        if self.generator_ratio != 0 and self.generator_ratio < 1:
+            raise ValueError("generator_ratio must be 0 (the profile's) or at least 1")
 
     @property
     def height(self) -> int:
