@@ -7,25 +7,29 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
-import math
-import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from mqoe import __version__
+from mqoe.cli.console import LazyProgress, err, out, print_frame
+from mqoe.cli.console import jsonable as _jsonable
 from mqoe.errors import UserError
 
 EXIT_USER_ERROR = 2
 
-# Piped output gets a wide fixed width so tables stay readable in logs and files.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False)
+# `mqoe analyze NAME`: each analyser is a module mqoe.cli.analyze_NAME with HELP,
+# add_arguments(parser) and run(args) -> exit code (heavy imports inside run()).
+ANALYSERS = ("memlog",)
+
+
+def _analyser(name: str) -> ModuleType:
+    return importlib.import_module(f"mqoe.cli.analyze_{name}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,12 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     analyze = sub.add_parser("analyze", help="analyse real data pulled from phones")
     asub = analyze.add_subparsers(dest="format", required=True, parser_class=_Parser)
-    memlog = asub.add_parser("memlog", help="memory-signal logs of many phones (spec 01 §7)")
-    memlog.add_argument("files", nargs="+", type=Path, help="log files or folders (one per phone)")
-    memlog.add_argument("--out", type=Path, default=None, help="write the tables as CSV here")
-    memlog.add_argument("--json", action="store_true", help="print the summary as JSON")
-    memlog.add_argument("--min-interactive-hours", type=float, default=10.0)
-    memlog.add_argument("--skip-bad-lines", action="store_true", help="skip and count bad lines")
+    for name in ANALYSERS:
+        module = _analyser(name)
+        module.add_arguments(asub.add_parser(name, help=module.HELP))
 
     bench = sub.add_parser("bench", help="run the benchmarks and print speed figures")
     bench.add_argument("--quick", action="store_true", help="shorter measurements")
@@ -153,48 +154,6 @@ def _render_mapping(data: Any, indent: int = 0) -> str:
 
 
 # -- run ------------------------------------------------------------------------------
-class _LazyProgress:
-    """A Rich progress bar that appears only once a job has taken longer than a second."""
-
-    def __init__(self, label: str, enabled: bool) -> None:
-        self.label = label
-        self.enabled = enabled
-        self.start = time.perf_counter()
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __call__(self, fraction: float) -> None:
-        if not self.enabled:
-            return
-        if self._progress is None:
-            if time.perf_counter() - self.start < 1.0:
-                return
-            from rich.progress import (
-                BarColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TextColumn("{task.percentage:>3.0f}%"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=err,
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task(self.label, total=1.0)
-        self._progress.update(self._task, completed=fraction)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-
-
 def _parse_seed(text: str) -> int:
     try:
         return int(text)
@@ -216,7 +175,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     seed = _parse_seed(args.seed)
     overrides = parse_assignments(args.assignments)
-    progress = _LazyProgress(f"{args.scenario} on {profile.name}", enabled=err.is_terminal)
+    progress = LazyProgress(f"{args.scenario} on {profile.name}")
     try:
         record = run_scenario(
             args.scenario, profile, seed, overrides, trace=args.trace, on_progress=progress
@@ -246,12 +205,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     _print_run(record, store.root)
     return 0
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _list_scenarios(scenarios: dict[str, Any]) -> int:
@@ -325,50 +278,16 @@ def _cmd_results(args: argparse.Namespace) -> int:
             "select run_id, scenario, profile, seed, started_utc, wall_time_s from runs "
             "order by started_utc desc, run_id"
         )
-        _print_frame(frame, "table")
+        print_frame(frame, "table")
         return 0
-    _print_frame(store.query(args.sql), args.format)
+    print_frame(store.query(args.sql), args.format)
     return 0
-
-
-def _print_frame(frame: Any, fmt: str) -> None:
-    if fmt == "csv":
-        sys.stdout.write(frame.to_csv(index=False))
-    elif fmt == "json":
-        sys.stdout.write(frame.to_json(orient="records") + "\n")
-    else:
-        table = Table()
-        for column in frame.columns:
-            table.add_column(str(column))
-        for row in frame.itertuples(index=False):
-            table.add_row(*(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row))
-        out.print(table)
 
 
 # -- analyze --------------------------------------------------------------------------
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from mqoe.analysis.memlog import SPEC01_POPULATION_FACTS, analyze, load_fleet
-    from mqoe.results import atomic_write_text
-
-    phones = load_fleet(args.files, skip_bad_lines=args.skip_bad_lines)
-    report = analyze(phones, min_interactive_hours=args.min_interactive_hours)
-    if args.out is not None:
-        for name, frame in report.tables.items():
-            atomic_write_text(args.out / f"{name}.csv", frame.to_csv(index=False))
-        atomic_write_text(args.out / "comparison.csv", report.comparison().to_csv(index=False))
-    if args.json:
-        payload = {
-            "summary": {k: _jsonable(v) for k, v in report.summary().items()},
-            "published": SPEC01_POPULATION_FACTS,
-        }
-        print(json.dumps(payload, indent=2, default=str))
-        return 0
-    _print_frame(report.tables["phones"], "table")
-    out.print("[bold]spec 01 population facts (kept phones)[/bold]")
-    _print_frame(report.comparison(), "table")
-    if args.out is not None:
-        out.print(f"tables written to {args.out}")
-    return 0
+    result: int = _analyser(args.format).run(args)
+    return result
 
 
 # -- bench ----------------------------------------------------------------------------
