@@ -4,14 +4,18 @@ oldest cached apps on the way there."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from mqoe.apps.background import (
     BOOT_APPS,
     USER_APPS,
+    AppCatalogue,
     CachedApp,
     PressureGenerator,
+    ServiceRestarts,
     boot_background,
     open_apps,
 )
@@ -38,9 +42,11 @@ def small_phone(seed: int = 1, mode: str = "minfree") -> Phone:
 def pressured(
     target: str, seed: int = 1, mode: str = "minfree"
 ) -> tuple[Phone, PressureGenerator, list[CachedApp]]:
-    """Eight boot apps, trims armed, then the generator; run until it is done."""
+    """Eight boot apps (none restarted after a kill), trims armed, then the generator; run
+    until it is done."""
     p = small_phone(seed, mode)
-    apps = boot_background(p, 8, np.random.default_rng(seed))
+    no_restarts = dataclasses.replace(BOOT_APPS, sticky=frozenset())
+    apps = boot_background(p, 8, np.random.default_rng(seed), no_restarts)
     p.run(ms(1))
     p.trims.arm()
     generator = PressureGenerator(p, target)
@@ -228,3 +234,93 @@ def test_a_killed_generator_records_it_and_stops() -> None:
 def test_generator_rejects_an_unknown_target() -> None:
     with pytest.raises(ValueError, match="target"):
         PressureGenerator(small_phone(), "severe")
+
+
+# -- ServiceRestarts (ActivityManager restarts killed sticky services) ----------------------
+
+
+def _sticky_app(p: Phone, name: str = "svc", anon_mb: float = 4.0) -> CachedApp:
+    app = CachedApp(p, name, anon_mb=anon_mb, file_mb=2.0)
+    ServiceRestarts.of(p).watch(app)
+    return app
+
+
+def test_a_killed_sticky_service_restarts_after_a_second_as_the_newest_cached_process() -> None:
+    p = small_phone()
+    old = CachedApp(p, "older", anon_mb=1.0, file_mb=1.0)
+    app = _sticky_app(p)
+    p.run(ms(500))
+    p.lmkd.kill(app.process, "test")
+    killed_at = p.env.now
+    p.run(seconds(2))
+    restarts = ServiceRestarts.of(p).restarted
+    assert len(restarts) == 1
+    at, new = restarts[0]
+    assert at - killed_at == ServiceRestarts.RESTART_NS
+    assert new.name == "svc" and new.process.pid != app.process.pid and new.alive
+    assert new.process.anon_pages == 4 * MB  # it loads its state again
+    assert new.process.oom_score_adj == CACHED_APP_MIN_ADJ
+    assert old.process.oom_score_adj > new.process.oom_score_adj
+
+
+def test_a_service_killed_again_soon_after_its_restart_backs_off_by_four() -> None:
+    p = small_phone()
+    restarts = ServiceRestarts.of(p)
+    current = _sticky_app(p).process
+    p.run(ms(100))
+    delays = []
+    for _ in range(3):
+        p.lmkd.kill(current, "test")
+        killed_at = p.env.now
+        p.run(seconds(17))  # long enough for a 16 s backoff
+        at, app = restarts.restarted[-1]
+        delays.append(at - killed_at)
+        current = app.process
+        if p.env.now < at + seconds(15):
+            p.run(at + seconds(15) - p.env.now)  # killed again 15 s after its restart
+    first = ServiceRestarts.RESTART_NS
+    assert delays == [first, first * 4, first * 16]
+
+
+def test_a_service_that_lived_a_minute_restarts_after_a_second_again() -> None:
+    p = small_phone()
+    restarts = ServiceRestarts.of(p)
+    app = _sticky_app(p)
+    p.run(ms(100))
+    p.lmkd.kill(app.process, "test")
+    p.run(seconds(2))
+    app = restarts.restarted[-1][1]
+    p.run(seconds(61))  # it ran longer than SERVICE_RESET_RUN_DURATION
+    p.lmkd.kill(app.process, "test")
+    killed_at = p.env.now
+    p.run(seconds(2))
+    assert restarts.restarted[-1][0] - killed_at == ServiceRestarts.RESTART_NS
+
+
+def test_restarts_of_different_services_are_ten_seconds_apart() -> None:
+    p = small_phone()
+    apps = [_sticky_app(p, f"svc{i}") for i in range(3)]
+    p.run(ms(100))
+    for app in apps:
+        p.lmkd.kill(app.process, "test")
+    p.run(seconds(40))
+    times = [t for t, _ in ServiceRestarts.of(p).restarted]
+    assert len(times) == 3
+    assert np.diff(times).tolist() == [ServiceRestarts.MIN_BETWEEN_NS] * 2
+
+
+def test_only_sticky_catalogue_apps_are_restarted() -> None:
+    p = small_phone()
+    apps = boot_background(p, len(BOOT_APPS.names), np.random.default_rng(3))
+    p.run(ms(100))
+    for app in apps:
+        p.lmkd.kill(app.process, "test")
+    p.run(seconds(120))
+    names = {app.name for _, app in ServiceRestarts.of(p).restarted}
+    assert names == set(BOOT_APPS.sticky)
+    assert BOOT_APPS.sticky < set(BOOT_APPS.names)
+
+
+def test_a_catalogue_rejects_sticky_names_it_does_not_hold() -> None:
+    with pytest.raises(ValueError, match="sticky"):
+        AppCatalogue(names=("a",), anon_mb=(1, 2), file_mb=(1, 2), sticky=frozenset({"b"}))

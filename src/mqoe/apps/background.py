@@ -67,6 +67,9 @@ class AppCatalogue:
     names: tuple[str, ...]
     anon_mb: tuple[float, float]  # (low, high) resident anonymous memory
     file_mb: tuple[float, float]  # (low, high) file-backed working set (code, resources)
+    # Apps whose process hosts a started (sticky) service or a provider other apps keep
+    # asking for: ActivityManager restarts it after lmkd kills it (ServiceRestarts).
+    sticky: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.names:
@@ -74,6 +77,10 @@ class AppCatalogue:
         for label, (low, high) in (("anon_mb", self.anon_mb), ("file_mb", self.file_mb)):
             if not 0 <= low <= high:
                 raise ValueError(f"{label} must be a range 0 ≤ low ≤ high, got {(low, high)}")
+        if not self.sticky <= set(self.names):
+            raise ValueError(
+                f"sticky apps not in the catalogue: {sorted(self.sticky - set(self.names))}"
+            )
 
 
 # Calibration constants, not published values: the cached/empty processes of a freshly
@@ -97,6 +104,19 @@ BOOT_APPS = AppCatalogue(
     ),
     anon_mb=(6.0, 25.0),
     file_mb=(5.0, 18.0),
+    # Sync adapters, alarms, push and provider hosts: started services or providers that
+    # the system and GMS keep binding to (calibration: which of these restart is a guess
+    # from their manifests — SyncService, AlarmService, GCM receivers, ContentProviders).
+    sticky=frozenset(
+        {
+            "com.android.providers.calendar",
+            "com.android.deskclock",
+            "com.google.android.gms.unstable",
+            "com.android.messaging",
+            "com.google.android.configupdater",
+            "com.google.android.partnersetup",
+        }
+    ),
 )
 
 # Calibration constants: ordinary user apps (browser, messaging, social, maps) are larger
@@ -120,6 +140,15 @@ USER_APPS = AppCatalogue(
     ),
     anon_mb=(30.0, 70.0),
     file_mb=(15.0, 40.0),
+    # Messaging, social and music apps keep push/sync/playback services (calibration).
+    sticky=frozenset(
+        {
+            "com.whatsapp",
+            "com.facebook.lite",
+            "com.google.android.gm.lite",
+            "com.spotify.lite",
+        }
+    ),
 )
 
 
@@ -226,17 +255,17 @@ def _launch(
     order = rng.permutation(len(names))
     apps: list[CachedApp] = []
     for i in range(n):
-        name = names[int(order[i % len(names)])]
-        if i >= len(names):
-            name = f"{name}:{i // len(names)}"  # a second instance needs its own name
-        apps.append(
-            CachedApp(
-                phone,
-                name,
-                anon_mb=float(rng.uniform(*catalogue.anon_mb)),
-                file_mb=float(rng.uniform(*catalogue.file_mb)),
-            )
+        base = names[int(order[i % len(names)])]
+        name = base if i < len(names) else f"{base}:{i // len(names)}"  # own name per copy
+        app = CachedApp(
+            phone,
+            name,
+            anon_mb=float(rng.uniform(*catalogue.anon_mb)),
+            file_mb=float(rng.uniform(*catalogue.file_mb)),
         )
+        if base in catalogue.sticky:
+            ServiceRestarts.of(phone).watch(app)
+        apps.append(app)
     newest_first = apps[::-1]  # opened in list order: the last one is the most recent
     rank_cached(phone, [app.process for app in newest_first])
     return newest_first
@@ -365,3 +394,62 @@ class PressureGenerator:
             yield from memory.touch(
                 process, thread, 0, anon_pages=process.anon_pages + process.anon_swapped
             )
+
+
+class ServiceRestarts:
+    """ActivityManager's restart of killed processes that host a started service
+    (ActiveServices.scheduleServiceRestartLocked, Android 10): the first restart comes
+    SERVICE_RESTART_DURATION (1 s) after the kill; a service killed again within
+    SERVICE_RESET_RUN_DURATION (60 s) of its restart waits SERVICE_RESTART_DURATION_FACTOR
+    (4) times longer each time; restarts of different services are spaced at least
+    SERVICE_MIN_RESTART_TIME_BETWEEN (10 s) apart. A restart is a new process (zygote
+    fork) that loads its code and state again through the memory model, then becomes
+    the newest cached process. On a phone short of memory this is the kill–restart
+    churn that keeps reclaim and storage reads going after lmkd has killed.
+    """
+
+    RESTART_NS = seconds(1)
+    RESET_RUN_NS = seconds(60)
+    FACTOR = 4
+    MIN_BETWEEN_NS = seconds(10)
+
+    def __init__(self, phone: Phone) -> None:
+        self.phone = phone
+        self.restarted: list[tuple[int, CachedApp]] = []  # (time ns, the new app)
+        self._next_free_ns = 0  # no restart before this (MIN_BETWEEN after the last)
+        self._delay_ns: dict[str, int] = {}  # per service name: its current backoff
+        self._restarted_ns: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, phone: Phone) -> ServiceRestarts:
+        """The phone's one restart scheduler (ActivityManager has one)."""
+        existing = phone.framework.get(cls.__name__)
+        if isinstance(existing, ServiceRestarts):
+            return existing
+        created = cls(phone)
+        phone.framework[cls.__name__] = created
+        return created
+
+    def watch(self, app: CachedApp) -> None:
+        app.process.on_kill.append(lambda _: self._killed(app))
+
+    def _killed(self, app: CachedApp) -> None:
+        now = self.phone.env.now
+        name = app.name
+        delay = self._delay_ns.get(name, self.RESTART_NS)
+        if now - self._restarted_ns.get(name, -self.RESET_RUN_NS) < self.RESET_RUN_NS:
+            delay *= self.FACTOR  # died again soon after its restart: back off
+        else:
+            delay = self.RESTART_NS
+        self._delay_ns[name] = delay
+        at = max(now + delay, self._next_free_ns)
+        self._next_free_ns = at + self.MIN_BETWEEN_NS
+        sizes = (app.anon_pages / MB_PAGES, app.file_pages / MB_PAGES)
+        self.phone.env.schedule(at - now, lambda _: self._restart(name, *sizes))
+
+    def _restart(self, name: str, anon_mb: float, file_mb: float) -> None:
+        self._restarted_ns[name] = self.phone.env.now
+        app = CachedApp(self.phone, name, anon_mb=anon_mb, file_mb=file_mb)
+        self.restarted.append((self.phone.env.now, app))
+        rank_cached(self.phone, [app.process])
+        self.watch(app)

@@ -170,6 +170,11 @@ class VideoPlayer:
         """Killed while the video was still playing (a kill after the end is no crash)."""
         return self.crashed and (self._start_ns < 0 or self.crashed_ns < self._end_ns())
 
+    @property
+    def playback_end_ns(self) -> int | None:
+        """When the last frame's slot ends (None until the first frame is on its way)."""
+        return self._end_ns() if self._start_ns >= 0 else None
+
     def pss_pages(self) -> int:
         p = self.process
         return p.anon_pages + p.file_resident + p.gpu_pages + p.anon_swapped // 2

@@ -398,8 +398,17 @@ class Cpu:
         now = self.env.now
         for thread in self.threads:
             if thread.state != ThreadState.DEAD:
-                thread.state_ns[thread.state] += now - thread._since
+                elapsed = now - thread._since
+                thread.state_ns[thread.state] += elapsed
+                if self._hetero and elapsed:  # as _set_state: a mid-run snapshot keeps
+                    thread._util = self._util_after(thread, elapsed)  # PELT-like util
                 thread._since = now
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The thread table as of now, mid-run: subtract two snapshots to get the state
+        times of a window (as a trace recorded over part of a session would)."""
+        self.finish()
+        return self.thread_table()
 
     def busy_threads(self) -> int:
         """Threads running or waiting for a core (PSI's non-idle, productive tasks)."""

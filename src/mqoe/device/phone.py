@@ -32,6 +32,9 @@ class Phone:
             self.env, self.cpu, self.memory, self.processes, profile.lmk, profile.low_ram
         )
         self.trims = TrimSignals(self.env, self.processes, profile.lmk)
+        # Framework-layer services that apps share (pieces of ActivityManager such as
+        # mqoe.apps.background.ServiceRestarts), one per phone, keyed by class name.
+        self.framework: dict[str, object] = {}
 
     @property
     def now_ns(self) -> int:

@@ -24,7 +24,7 @@ from mqoe.apps.video import GENRES, HOSTS, VideoPlayer
 from mqoe.device.cpu import Fair
 from mqoe.device.phone import Phone
 from mqoe.engine import seconds
-from mqoe.metrics.sched import preemption_summary, thread_states
+from mqoe.metrics.sched import STATE_COLUMNS, preemption_summary, thread_states
 from mqoe.policies.abr import AbrRule, Fixed, MostConservative, Representation, make_rule
 from mqoe.policies.memory_adapt import MemoryAware
 from mqoe.workloads.base import ScenarioOutput, Session
@@ -143,6 +143,18 @@ class Video:
             if isinstance(player, VideoPlayer) and "start_ns" not in state:
                 player.play()
                 state["start_ns"] = env.now
+                # The study traced the playback: thread states are measured over it.
+                state["threads_at_start"] = phone.cpu.snapshot()
+                env.schedule(seconds(params.duration_s), end_window)
+
+        def end_window(_: object) -> None:
+            player = state["player"]
+            assert isinstance(player, VideoPlayer)
+            end = player.playback_end_ns
+            if end is not None and end > env.now:  # the first frame came after play()
+                env.schedule(end - env.now, end_window)
+                return
+            state["threads_at_end"] = phone.cpu.snapshot()
 
         def start_pressure(_: object) -> None:
             if params.pressure == "normal":
@@ -203,7 +215,12 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
         .groupby("second").size().rename("rendered_fps").reset_index()
     )  # fmt: skip
     threads = pd.DataFrame(phone.cpu.thread_table())
+    window = _playback_window(threads, state)
     preemptions = pd.DataFrame(phone.cpu.preemptions.rows())
+    if len(preemptions):
+        end_ns = start_ns + seconds(params.duration_s)
+        in_window = (preemptions["time_ns"] >= start_ns) & (preemptions["time_ns"] < end_ns)
+        preemptions = preemptions.loc[in_window]
     cpu = threads.set_index("thread")["running_ns"]
     played_s = max(1e-9, min(params.duration_s, (now - start_ns) / 1e9))
     kills = pd.DataFrame(
@@ -238,7 +255,8 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
         tables={
             "frames": frames,
             "rendered_fps": per_second,
-            "thread_states": thread_states(threads),
+            "thread_states": thread_states(window),
+            "thread_states_run": thread_states(threads),
             "preemption_summary": preemption_summary(preemptions, threads),
             "video_preemptions": preemption_summary(
                 _of_victims(preemptions, _video_tids(threads, player)), threads
@@ -246,6 +264,21 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
             "kills": kills,
         },
     )
+
+
+def _playback_window(threads: pd.DataFrame, state: dict[str, object]) -> pd.DataFrame:
+    """State times over the playback window (start of playback to its scheduled end, or
+    the end of the run if that came first); the whole run if playback never started."""
+    start = state.get("threads_at_start")
+    if not isinstance(start, list):
+        return threads
+    end = state.get("threads_at_end")
+    end_table = pd.DataFrame(end) if isinstance(end, list) else threads
+    before = pd.DataFrame(start).set_index("tid")[list(STATE_COLUMNS)]
+    window = end_table.set_index("tid")
+    # Threads born during playback had spent nothing before it.
+    window[list(STATE_COLUMNS)] = window[list(STATE_COLUMNS)].sub(before, fill_value=0)
+    return window.reset_index()
 
 
 def _video_tids(threads: pd.DataFrame, player: VideoPlayer) -> set[int]:
