@@ -25,7 +25,7 @@ EXIT_USER_ERROR = 2
 
 # `mqoe analyze NAME`: each analyser is a module mqoe.cli.analyze_NAME with HELP,
 # add_arguments(parser) and run(args) -> exit code (heavy imports inside run()).
-ANALYSERS = ("memlog", "gfxinfo", "layout", "systrace", "pcap", "anr")
+ANALYSERS = ("memlog", "gfxinfo", "layout", "systrace", "pcap", "anr", "examples")
 
 
 def _analyser(name: str) -> ModuleType:
