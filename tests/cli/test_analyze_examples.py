@@ -56,6 +56,18 @@ def test_examples_give_the_analysers_something_to_find(
     report = json.loads(out)
     assert code == 0 and len(report["events"]) == 60 and report["clusters"]
     assert len(list((examples / "anr").glob("anr_*.txt"))) == 60
+    assert "Synthetic" in (examples / "README.md").read_text()
+
+
+def test_bad_options_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in (["--seed", "-1"], ["--anr-files", "0"]):
+        code, _, err = _run(capsys, "analyze", "examples", str(tmp_path / "x"), *argv)
+        assert code == 2 and "Traceback" not in err and argv[0] in err
+    code, _, err = _run(capsys, "analyze", "examples", str(tmp_path / "no" / "x"))
+    assert code == 2 and "no such directory" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_existing_directory_is_refused_and_left_alone(

@@ -2,9 +2,10 @@
 
 Writes files in the exact formats the analysers read — made by the same generators the
 tests use (``synth_*``), so every README example runs on a fresh install before any
-phone is at hand. They are labelled synthetic by their names and never stand in for
-real data. The directory is built next to ``DIR`` and renamed into place, so an existing
-``DIR`` is never touched and an interrupted run leaves nothing half-written.
+phone is at hand. A ``README.md`` in ``DIR`` says they are synthetic (the analysers
+skip ``*.md``); they never stand in for real data. The directory is built next to
+``DIR`` and renamed into place, so an existing ``DIR`` is never touched and an
+interrupted run leaves nothing half-written.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def write_examples(directory: Path, seed: int = 0, anr_files: int = 200) -> None
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
 
+    write(
+        "README.md",
+        "# Synthetic examples written by `mqoe analyze examples`\n\n"
+        f"Made by mqoe's test generators (seed {seed}), in the real file formats; not data\n"
+        "from any phone. Try:\n\n" + "".join(f"    {c.format(d='.')}\n" for c in COMMANDS),
+    )
     gfx, _ = synth_gfxinfo(rng(1), packages=("com.example.mail", "com.example.news"))
     write("gfxinfo/dump.txt", gfx)
     trace, _ = synth_systrace(rng(2), duration_s=2.0, n_cpus=4, n_little=2)
@@ -77,19 +84,29 @@ def run(args: argparse.Namespace) -> int:
     target: Path = args.dir
     if target.exists() or target.is_symlink():
         raise UserError(f"{target}: already exists; give a new directory (nothing was written)")
+    if args.seed < 0:
+        raise UserError(f"--seed must not be negative, got {args.seed}")
     if args.anr_files < 1:
         raise UserError(f"--anr-files must be at least 1, got {args.anr_files}")
     parent = target.parent
     if not parent.is_dir():
         raise UserError(f"{parent}: no such directory")
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+    except OSError as exc:
+        raise UserError(f"{parent}: cannot write here ({exc.strerror})") from None
     try:
         write_examples(staging, args.seed, args.anr_files)
         staging.rename(target)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UserError(
+            f"{target}: could not write the examples ({exc}); nothing was kept"
+        ) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    out.print(f"wrote synthetic examples to {target}/ — try:")
+    out.print(f"wrote synthetic examples to {target}/ — try:", markup=False)
     for command in COMMANDS:
-        out.print("  " + command.format(d=target))
+        out.print("  " + command.format(d=target), markup=False)
     return 0
