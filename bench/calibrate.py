@@ -25,6 +25,8 @@ import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from mqoe.device.profiles import DeviceProfile, load_profile
+from mqoe.errors import UserError
+from mqoe.workloads.base import parse_assignments
 from mqoe.workloads.runner import run_scenario
 
 CELLS = (
@@ -92,13 +94,10 @@ def _one(job: tuple[str, int, str, int, str, str]) -> dict[str, Any]:
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"{flag} expects KEY=VALUE, got {item!r}")
-        out[key] = value
-    return out
+    try:
+        return parse_assignments(items)
+    except UserError as exc:
+        raise SystemExit(f"{flag}: {exc}") from None
 
 
 def _profile_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
