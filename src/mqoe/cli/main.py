@@ -90,6 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
         module = _analyser(name)
         module.add_arguments(asub.add_parser(name, help=module.HELP))
 
+    from mqoe.cli import calibrate
+
+    cal = sub.add_parser("calibrate", help="measure host figures the simulator's tables use")
+    csub = cal.add_subparsers(dest="target", required=True, parser_class=_Parser)
+    calibrate.add_arguments(
+        csub.add_parser(
+            "lz4",
+            help=calibrate.HELP,
+            description=calibrate.DESCRIPTION,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+    )
+
     bench = sub.add_parser("bench", help="run the benchmarks and print speed figures")
     bench.add_argument("--quick", action="store_true", help="shorter measurements")
     return parser
@@ -290,6 +303,14 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return result
 
 
+# -- calibrate ------------------------------------------------------------------------
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from mqoe.cli import calibrate
+
+    result: int = calibrate.run(args)
+    return result
+
+
 # -- bench ----------------------------------------------------------------------------
 def _cmd_bench(args: argparse.Namespace) -> int:
     from mqoe.bench import run_all
@@ -305,6 +326,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "reproduce": _cmd_reproduce,
     "results": _cmd_results,
     "analyze": _cmd_analyze,
+    "calibrate": _cmd_calibrate,
     "bench": _cmd_bench,
 }
 

@@ -3,8 +3,9 @@ vmpressure and PSI — the mechanisms of spec 01.
 
 Every 4 KB page is in exactly one place (the conservation invariant,
 :meth:`Memory.check`): free, reserved (carve-outs and kernel), the unmapped page cache
-(clean, dirty or under writeback), a process's resident anon, file or GPU pages, or the
-zRAM pool (the RAM holding compressed anon pages).
+(clean, dirty or under writeback), a process's resident anon, file or GPU pages, the
+zRAM pool (the RAM holding compressed anon pages), or a named kernel pool (pages other
+kernel allocators hold, e.g. the zsmalloc pool of compressed GPU buffers, spec 02).
 
 * **Watermarks** (spec 06): min_free_kbytes = √(lowmem_kb × 16) clamped to 128 KB–64 MB;
   low = min + max(min/4, managed × scale/10000); high = min + 2 × that.
@@ -113,6 +114,7 @@ class Memory:
         self.zram_limit = int(spec.total_pages * spec.zram_fraction)
         self._zram_bytes = 0.0  # compressed bytes
         self.zram_pool = 0  # RAM pages holding them
+        self.kernel_pools: dict[str, int] = {}  # name → pages (grow_pool / shrink_pool)
         self._rng = env.rng("reclaim")
         self._ref_window_ns = ms(spec.referenced_window_ms)
         # kswapd
@@ -156,8 +158,10 @@ class Memory:
             self.cache_writeback,
             self.used_by_processes(),
             self.zram_pool,
+            sum(self.kernel_pools.values()),
         )
         assert min(parts) >= 0, parts
+        assert min(self.kernel_pools.values(), default=0) >= 0, self.kernel_pools
         assert sum(parts) == self.total_pages, (parts, sum(parts), self.total_pages)
         for p in self.processes.processes:
             assert 0 <= p.file_resident <= p.file_ws_pages, p
@@ -205,6 +209,27 @@ class Memory:
             self.free_pages += n
         else:
             raise ValueError(f"free() takes anon or gpu pages, not {kind!r}")
+
+    def grow_pool(self, name: str, thread: Thread, pages: int) -> Generator[Event, object, None]:
+        """A kernel allocator takes ``pages`` free pages into pool ``name``; ``thread``
+        (the one allocating, in kernel context) reclaims directly if free memory would
+        fall below *min*. Nothing is taken if the thread dies while waiting."""
+        if pages < 0:
+            raise ValueError(f"pages must not be negative, got {pages}")
+        yield from self._make_room(thread, pages)
+        if not thread.alive:
+            return
+        self.free_pages -= pages
+        self.kernel_pools[name] = self.kernel_pools.get(name, 0) + pages
+        self._maybe_wake_kswapd()
+
+    def shrink_pool(self, name: str, pages: int) -> None:
+        """Pool ``name`` gives ``pages`` back to the free list."""
+        held = self.kernel_pools.get(name, 0)
+        if not 0 <= pages <= held:
+            raise ValueError(f"pool {name!r} holds {held} pages, cannot give back {pages}")
+        self.kernel_pools[name] = held - pages
+        self.free_pages += pages
 
     def add_page_cache(
         self, thread: Thread, pages: int, dirty: bool = False

@@ -6,6 +6,7 @@ The registry is explicit (no import-time magic): a new scenario is one line here
 from __future__ import annotations
 
 from mqoe.errors import UserError
+from mqoe.workloads.app_switching import AppSwitching
 from mqoe.workloads.base import Scenario, ScenarioOutput, Session, parse_params
 from mqoe.workloads.frame_deadlines import FrameDeadlines
 from mqoe.workloads.spiral import Spiral
@@ -13,7 +14,8 @@ from mqoe.workloads.trace_player import TraceAbr
 from mqoe.workloads.video import Video
 
 SCENARIOS: dict[str, Scenario] = {
-    scenario.name: scenario for scenario in (FrameDeadlines(), Spiral(), TraceAbr(), Video())
+    scenario.name: scenario
+    for scenario in (AppSwitching(), FrameDeadlines(), Spiral(), TraceAbr(), Video())
 }
 
 

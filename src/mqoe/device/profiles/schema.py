@@ -218,6 +218,19 @@ class LmkSpec(_Model):
         return self
 
 
+class GpuSpec(_Model):
+    """GPU-buffer compression costs (spec 02). LZ4 work is timed on the calibration host
+    (``mqoe calibrate lz4``, the packaged ``lz4_table.json``) and charged to the phone in
+    reference cycles: host ns × ``lz4_cycles_per_host_ns``. Reference cycles make the one
+    constant serve every phone (faster cores finish sooner)."""
+
+    # Fitted so that decompressing 100 MB of the app catalogue's background buffers page
+    # by page takes ≈ 575 ms on the Nexus 5 (spec 02: the median user-tolerable delay was
+    # what ~100 MB took there), with the packaged table; it folds in the per-page work
+    # around LZ4 (page allocation, IOMMU and page-table updates). Refit with your own table.
+    lz4_cycles_per_host_ns: float = Field(default=55.0, gt=0)
+
+
 class DisplaySpec(_Model):
     width_px: int = Field(ge=1)
     height_px: int = Field(ge=1)
@@ -240,6 +253,7 @@ class DeviceProfile(_Model):
     display: DisplaySpec
     lmk: LmkSpec = LmkSpec()
     video: VideoSpec = VideoSpec()
+    gpu: GpuSpec = GpuSpec()
     # Where the numbers come from, per section (REQUIRED_SOURCES at least).
     sources: dict[str, str]
 

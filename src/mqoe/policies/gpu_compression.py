@@ -1,0 +1,85 @@
+"""GPU-buffer compression policies (spec 02): how much of a cached app the daemon compresses.
+
+Each policy answers one question, :meth:`cap_pages` — how many of an app's buffer pages
+may be held compressed at its LRU position — behind the protocol
+:class:`mqoe.device.gpu.CompressionPolicy`. Choose one by name with
+:func:`make_compression_policy` (``"fair:cap_step_mb=25,cap_max_mb=150"``); a user's own
+policy is any object with ``name`` and ``cap_pages``.
+
+* ``van`` — stock Android: nothing is compressed (the GPU module keeps books only).
+* ``full`` — every background app's buffers, all of them.
+* ``fair`` — a cap growing linearly with LRU distance: 0 for the foreground app,
+  ``cap_step_mb`` more per position from the MRU end, never above ``cap_max_mb`` (spec 02:
+  12.5 MB and 100 MB; 100 MB ≈ what decompresses in the 575 ms users tolerate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from mqoe.errors import UserError
+from mqoe.params import coerce
+
+_MB_PAGES = 256
+
+
+@dataclass(frozen=True)
+class Van:
+    name: str = dataclasses.field(default="van", init=False)
+
+    def cap_pages(self, lru_position: int, buffer_pages: int) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class Full:
+    name: str = dataclasses.field(default="full", init=False)
+
+    def cap_pages(self, lru_position: int, buffer_pages: int) -> int:
+        return buffer_pages if lru_position > 0 else 0
+
+
+@dataclass(frozen=True)
+class Fair:
+    cap_step_mb: float = 12.5  # spec 02: +12.5 MB per LRU position from the MRU end
+    cap_max_mb: float = 100.0  # spec 02: ≈ 575 ms of decompression on the Nexus 5
+    name: str = dataclasses.field(default="fair", init=False)
+
+    def __post_init__(self) -> None:
+        if not (self.cap_step_mb >= 0 and self.cap_max_mb >= 0):
+            raise ValueError("cap_step_mb and cap_max_mb must not be negative")
+
+    def cap_pages(self, lru_position: int, buffer_pages: int) -> int:
+        cap_mb = min(self.cap_max_mb, self.cap_step_mb * max(0, lru_position))
+        return min(buffer_pages, int(cap_mb * _MB_PAGES))
+
+
+COMPRESSION_POLICIES: dict[str, type[Any]] = {"van": Van, "full": Full, "fair": Fair}
+
+
+def make_compression_policy(spec: str) -> Van | Full | Fair:
+    """``"name"`` or ``"name:key=value,…"`` → a policy; UserError for unknown names/keys."""
+    name, sep, arguments = spec.strip().partition(":")
+    name = name.strip()
+    policy_type = COMPRESSION_POLICIES.get(name)
+    if policy_type is None:
+        known = ", ".join(sorted(COMPRESSION_POLICIES))
+        raise UserError(f"unknown compression policy {name!r}; available: {known}")
+    fields = {f.name: f for f in dataclasses.fields(policy_type) if f.init}
+    hints = typing.get_type_hints(policy_type)
+    kwargs: dict[str, Any] = {}
+    for item in arguments.split(",") if sep else ():
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq or key not in fields:
+            known = ", ".join(sorted(fields)) or "none"
+            raise UserError(f"compression policy {name!r}: bad {item!r}; parameters: {known}")
+        kwargs[key] = coerce(text.strip(), hints[key], f"{name}:{key}")
+    try:
+        policy: Van | Full | Fair = policy_type(**kwargs)
+    except (ValueError, TypeError) as exc:
+        raise UserError(f"compression policy {name!r}: {exc}") from None
+    return policy
