@@ -102,8 +102,8 @@ class RunningApp:
 
     # -- the main thread's life between launches ------------------------------------------
     def set_mode(self, mode: str) -> None:
-        """``fg`` (used by the user), ``bg`` (cached) or ``launch`` (a launch owns the
-        main thread). The loop picks the change up after the work it is doing."""
+        """``fg`` (used by the user), ``bg`` (cached), ``launch`` (a launch owns the main
+        thread) or ``off`` (quiet). The loop picks the change up after its current work."""
         self._mode = mode
         if self._loop is None and self.process.alive:
             self._loop = self.phone.env.process(self._run(), self.spec.name)
@@ -216,6 +216,12 @@ class ActivityManager:
         if app.alive and self.foreground is app:
             app.set_mode("fg")
         return launch
+
+    def stop(self) -> None:
+        """The user puts the phone down: every app's main thread goes quiet."""
+        for app in [*self.cached, self.foreground]:
+            if app is not None and app.alive:
+                app.set_mode("off")
 
     # -- transitions ----------------------------------------------------------------------
     def _to_background(self, app: RunningApp) -> None:

@@ -104,9 +104,12 @@ def load_catalogue(table: str, text: str | None = None) -> tuple[ServiceSpec, ..
 class SystemService:
     """One always-running process of the phone (see the module docstring)."""
 
-    def __init__(self, phone: Phone, spec: ServiceSpec) -> None:
+    def __init__(self, phone: Phone, spec: ServiceSpec, burst_scale: float = 1.0) -> None:
+        if not burst_scale > 0:
+            raise ValueError(f"burst_scale must be positive, got {burst_scale}")
         self.phone = phone
         self.spec = spec
+        self.burst_scale = burst_scale
         env = phone.env
         self.process: Process = phone.processes.spawn(spec.name, spec.adj, env.now)
         names = [spec.name] + [f"{spec.name}:{k}" for k in range(1, spec.threads)]
@@ -139,8 +142,10 @@ class SystemService:
     def _work(self, thread: Thread) -> Generator[Event, object, None]:
         env, cpu, memory = self.phone.env, self.phone.cpu, self.phone.memory
         spec, process, rng = self.spec, self.process, self._rng
-        gap_s = spec.wake_gap_s
-        burst = spec.burst_mcycles * 1e6
+        # burst_scale > 1: fewer, longer bursts with the same mean CPU and memory use
+        # (for hour-long workloads where single wake-ups do not matter).
+        gap_s = spec.wake_gap_s * self.burst_scale
+        burst = spec.burst_mcycles * 1e6 * self.burst_scale
         share = spec.touch_per_s * gap_s / spec.threads  # per wake, per thread
         while True:
             yield env.timeout(max(1, round(rng.exponential(gap_s) * 1e9)))
@@ -150,7 +155,10 @@ class SystemService:
             yield cpu.run(thread, rng.exponential(burst))
 
 
-def boot_system(phone: Phone, table: str | None = None) -> list[SystemService]:
-    """Start the phone's own processes (``table``: go | full; default by the profile)."""
+def boot_system(
+    phone: Phone, table: str | None = None, *, burst_scale: float = 1.0
+) -> list[SystemService]:
+    """Start the phone's own processes (``table``: go | full; default by the profile).
+    ``burst_scale`` makes their CPU bursts that many times longer and rarer (same mean)."""
     table = table or ("go" if phone.profile.low_ram else "full")
-    return [SystemService(phone, spec) for spec in load_catalogue(table)]
+    return [SystemService(phone, spec, burst_scale) for spec in load_catalogue(table)]

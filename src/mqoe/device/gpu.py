@@ -47,7 +47,7 @@ from mqoe.device.profiles import GpuSpec
 from mqoe.device.zsmalloc import ZsPool
 from mqoe.engine import Environment, Event, ms
 
-BATCH_PAGES = 32  # pages per daemon / decompression step (128 KB): bounds event count
+BATCH_PAGES = 256  # pages per daemon / decompression step (1 MB): bounds the event count
 POOL = "zsmalloc-gpu"  # the memory model's name for the compressed-buffer pool
 _IDLE_POLL_NS = ms(50)  # the daemon looks for an idle core this often while busy
 _MB_PAGES = 256
@@ -90,6 +90,7 @@ class AppBuffers:
     state: GpuState = GpuState.S0
     position: int = 0
     deferred_ops: int = 0
+    generation: int = 0  # bumped by resumes and resizes: a batch begun before is stale
 
     @property
     def pages(self) -> int:
@@ -193,6 +194,7 @@ class Gpu:
         (superpages mapped at once), freed ones return. Only uncompressed apps resize:
         call :meth:`foreground` first."""
         app = self.apps[process.pid]
+        app.generation += 1
         if app.compressed:
             raise RuntimeError(f"{process.name}: resize with compressed buffers (S{app.state})")
         grow = pages - app.pages
@@ -237,6 +239,7 @@ class Gpu:
         if app is None:
             return
         app.position = 0
+        app.generation += 1
         if app in self.pending:
             self.pending.remove(app)
         if not app.compressed:
@@ -268,14 +271,11 @@ class Gpu:
         )
 
     def submit(self, process: Process) -> bool:
-        """A GPU operation from ``process``: dispatched (True), or deferred until the app
-        is in the foreground (False, background apps under a compressing policy)."""
+        """A GPU operation from ``process``: dispatched (True), or deferred (False) —
+        from a background app under a compressing policy, or while its buffers are still
+        being decompressed (S4: the first operation waits for all of them)."""
         app = self.apps.get(process.pid)
-        if (
-            self.compressing
-            and app is not None
-            and app.state in (GpuState.S1, GpuState.S2, GpuState.S3)
-        ):
+        if self.compressing and app is not None and (app.state != GpuState.S0 or app.compressed):
             app.deferred_ops += 1
             self.deferred_ops += 1
             return False
@@ -309,7 +309,7 @@ class Gpu:
         pages they need from the memory model, store them and free the buffer pages."""
         daemon, pool = self.daemon, self.pool
         assert daemon is not None and self._size_rng is not None
-        lo = app.compressed
+        lo, generation = app.compressed, app.generation
         ids = app.content[lo : lo + n]
         sizes = self.table.sample_sizes(ids, self._size_rng)
         cycles = self.table.compress_ns(ids) * self.spec.lz4_cycles_per_host_ns
@@ -321,6 +321,7 @@ class Gpu:
                 app.process.alive
                 and app.state in (GpuState.S1, GpuState.S2)
                 and app.compressed == lo
+                and app.generation == generation
             )
 
         # Other apps' frees may change what the pool lacks while the daemon waits for

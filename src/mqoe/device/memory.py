@@ -347,7 +347,7 @@ class Memory:
         try:
             while self.free_pages - pages < self.min_wmark and thread.alive:
                 self._maybe_wake_kswapd()
-                batch = self._reclaim(SWAP_CLUSTER_MAX, direct=True)
+                batch = self._reclaim(self.spec.reclaim_batch_pages, direct=True)
                 if batch.cycles:
                     yield self.cpu.run(thread, batch.cycles)
                 if batch.reclaimed == 0 and thread.alive:
@@ -363,7 +363,7 @@ class Memory:
                 yield self._kswapd_wake
             self._kswapd_wake = None
             while self.free_pages < self.high_wmark:
-                batch = self._reclaim(SWAP_CLUSTER_MAX, direct=False)
+                batch = self._reclaim(self.spec.reclaim_batch_pages, direct=False)
                 if batch.cycles:
                     yield self.cpu.run(self.kswapd, batch.cycles)
                 if batch.reclaimed == 0 and batch.writeback == 0:

@@ -16,6 +16,7 @@ policy is any object with ``name`` and ``cap_pages``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +50,9 @@ class Fair:
     name: str = dataclasses.field(default="fair", init=False)
 
     def __post_init__(self) -> None:
-        if not (self.cap_step_mb >= 0 and self.cap_max_mb >= 0):
-            raise ValueError("cap_step_mb and cap_max_mb must not be negative")
+        for value in (self.cap_step_mb, self.cap_max_mb):
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError("cap_step_mb and cap_max_mb must not be negative (and be finite)")
 
     def cap_pages(self, lru_position: int, buffer_pages: int) -> int:
         cap_mb = min(self.cap_max_mb, self.cap_step_mb * max(0, lru_position))

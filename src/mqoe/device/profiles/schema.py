@@ -99,6 +99,10 @@ class MemorySpec(_Model):
     # instead of reclaimed. "Recently" = the pages touched, decayed with this time
     # constant (roughly one LRU scan cycle; calibration constant).
     referenced_window_ms: float = Field(default=1000.0, gt=0)
+    # Pages per reclaim pass (kswapd and direct reclaim): the kernel's SWAP_CLUSTER_MAX
+    # (32). A larger value is a simulation granularity for hour-long workloads — the same
+    # pages are reclaimed, in fewer, bigger steps.
+    reclaim_batch_pages: int = Field(default=32, ge=1, le=4096)
 
     @property
     def total_pages(self) -> int:
