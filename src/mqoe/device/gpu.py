@@ -146,6 +146,7 @@ class Gpu:
         self._rng = env.rng("gpu-content")  # drawn even for van: page contents are data
         self._size_rng = env.rng("gpu-lz4") if self.compressing else None
         self._wake: Event | None = None
+        self._decompressing: Event | None = None  # the worker is busy until this fires
         if self.compressing:
             self.daemon: Thread | None = cpu.thread("kgsl-compress", Fair(19), process="kernel")
             self.worker: Thread | None = cpu.thread("kgsl-decompress", Fair(0), process="kernel")
@@ -246,7 +247,18 @@ class Gpu:
             app.state = GpuState.S0
             return
         app.state = GpuState.S4
-        worker = self.worker
+        # One driver worker: a second resume (a script's, not the user's) waits its turn.
+        while self._decompressing is not None:
+            yield self._decompressing
+        self._decompressing = self.env.event()
+        try:
+            yield from self._decompress_all(app)
+        finally:
+            done, self._decompressing = self._decompressing, None
+            done.succeed()
+
+    def _decompress_all(self, app: AppBuffers) -> Generator[Event, object, None]:
+        process, worker = app.process, self.worker
         assert worker is not None  # only a compressing policy leaves pages compressed
         start, pages = self.env.now, app.compressed
         table, factor = self.table, self.spec.lz4_cycles_per_host_ns
