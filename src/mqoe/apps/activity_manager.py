@@ -82,13 +82,25 @@ class RunningApp:
     def alive(self) -> bool:
         return self.process.alive
 
-    def grow(self, anon_mb: float, gpu_mb: float) -> Generator[Event, object, None]:
-        """Grow (or trim) anon memory and GPU buffers to the given sizes."""
-        memory, process, thread = self.phone.memory, self.process, self.thread
-        anon_target = pages_of(anon_mb)
+    def trim(self, anon_mb: float, gpu_mb: float) -> None:
+        """Free anon memory and GPU buffers above the given sizes (no waiting)."""
+        memory, process = self.phone.memory, self.process
         have = process.anon_pages + process.anon_swapped
+        anon_target = pages_of(anon_mb)
         if have > anon_target:
             memory.free(process, have - anon_target)
+        gpu_target = pages_of(gpu_mb)
+        if self.gpu is not None:
+            if process.pid in self.gpu.apps:
+                self.gpu.shrink(process, gpu_target)
+        elif process.gpu_pages > gpu_target:
+            memory.free(process, process.gpu_pages - gpu_target, "gpu")
+
+    def grow(self, anon_mb: float, gpu_mb: float) -> Generator[Event, object, None]:
+        """Grow (or trim) anon memory and GPU buffers to the given sizes."""
+        self.trim(anon_mb, gpu_mb)
+        memory, process, thread = self.phone.memory, self.process, self.thread
+        anon_target = pages_of(anon_mb)
         while process.alive and process.anon_pages + process.anon_swapped < anon_target:
             step = min(_ALLOC_STEP_PAGES, anon_target - process.anon_pages - process.anon_swapped)
             yield from memory.allocate(process, thread, step)
@@ -97,8 +109,6 @@ class RunningApp:
             yield from self.gpu.resize(process, thread, gpu_target)
         elif gpu_target > process.gpu_pages:
             yield from memory.allocate(process, thread, gpu_target - process.gpu_pages, "gpu")
-        elif gpu_target < process.gpu_pages:
-            memory.free(process, process.gpu_pages - gpu_target, "gpu")
 
     # -- the main thread's life between launches ------------------------------------------
     def set_mode(self, mode: str) -> None:
@@ -201,16 +211,12 @@ class ActivityManager:
         self.phone.processes.set_adj(app.process, FOREGROUND_APP_ADJ)
         self._trim_cached()
         self._rerank()
-        decompressed = 0
         yield from app.acquire()
+        decompressed = 0
         if kind == "resume":
-            yield from self._resume(app)
+            decompressed = yield from self._resume(app)
         else:
             yield from self._start(app)
-        if self.gpu is not None and self.gpu.decompressions:
-            last = self.gpu.decompressions[-1]
-            if last.pid == app.process.pid and last.time_ns >= t0:
-                decompressed = last.pages
         launch = Launch(t0, name, kind, env.now - t0, decompressed)
         self.launches.append(launch)
         if app.alive and self.foreground is app:
@@ -227,30 +233,19 @@ class ActivityManager:
     def _to_background(self, app: RunningApp) -> None:
         """Pause: trim to the background size (instant frees) and join the list head."""
         app.set_mode("bg")
-        spec = app.spec
-        process, memory = app.process, self.phone.memory
-        anon_bg = pages_of(spec.bg_uss_mb - spec.gpu_bg_mb)
-        have = process.anon_pages + process.anon_swapped
-        if have > anon_bg:
-            memory.free(process, have - anon_bg)
-        gpu_bg = pages_of(spec.gpu_bg_mb)
-        if self.gpu is not None:
-            buffers = self.gpu.apps.get(process.pid)
-            if buffers is not None and buffers.compressed == 0 and buffers.pages > gpu_bg:
-                # Shrinking only frees pages: the generator finishes without waiting.
-                for _ in self.gpu.resize(process, app.thread, gpu_bg):
-                    raise AssertionError("shrinking GPU buffers never waits")
-        elif process.gpu_pages > gpu_bg:
-            memory.free(process, process.gpu_pages - gpu_bg, "gpu")
+        app.trim(app.spec.bg_uss_mb - app.spec.gpu_bg_mb, app.spec.gpu_bg_mb)
         self.cached.insert(0, app)
 
-    def _resume(self, app: RunningApp) -> Generator[Event, object, None]:
+    def _resume(self, app: RunningApp) -> Generator[Event, object, int]:
+        """Returns the GPU-buffer pages decompressed first."""
         spec, phone = app.spec, self.phone
-        if self.gpu is not None:
-            yield from self.gpu.foreground(app.process)  # decompress before the first GPU op
+        decompressed = 0
+        if self.gpu is not None:  # decompress before the first GPU op
+            decompressed = yield from self.gpu.foreground(app.process)
         yield from app.work(spec.resume_mcycles * 1e6)
         yield from phone.memory.touch(app.process, app.thread, pages_of(spec.resume_read_mb))
         yield from app.grow(spec.fg_uss_mb - spec.gpu_fg_mb, spec.gpu_fg_mb)
+        return decompressed
 
     def _start(self, app: RunningApp) -> Generator[Event, object, None]:
         spec, phone = app.spec, self.phone

@@ -205,8 +205,17 @@ class Gpu:
             ids = self._rng.choice(len(CONTENT_CLASSES), size=got, p=app.mix)
             app.content = np.concatenate([app.content, ids.astype(np.int8)])
         elif grow < 0:
-            self.memory.free(process, -grow, "gpu")
-            app.content = app.content[:pages]
+            self.shrink(process, pages)
+
+    def shrink(self, process: Process, pages: int) -> None:
+        """The app frees buffers down to ``pages`` pages (no waiting: frees only).
+        Compressed buffers are left as they are (they shrink once decompressed)."""
+        app = self.apps[process.pid]
+        if app.compressed or pages >= app.pages:
+            return
+        app.generation += 1
+        self.memory.free(process, app.pages - pages, "gpu")
+        app.content = app.content[:pages]
 
     # -- the framework hook --------------------------------------------------------------
     def set_cached(self, cached: Sequence[Process], foreground: Process | None) -> None:
@@ -233,31 +242,32 @@ class Gpu:
         if candidates and self._wake is not None and not self._wake.triggered:
             self._wake.succeed()
 
-    def foreground(self, process: Process) -> Generator[Event, object, None]:
+    def foreground(self, process: Process) -> Generator[Event, object, int]:
         """The app is in the foreground again; before its first GPU operation all its
-        compressed pages are decompressed, page by page (S4 → S0)."""
+        compressed pages are decompressed, page by page (S4 → S0). Returns the pages
+        decompressed (0 if there were none or the app died first)."""
         app = self.apps.get(process.pid)
         if app is None:
-            return
+            return 0
         app.position = 0
         app.generation += 1
         if app in self.pending:
             self.pending.remove(app)
         if not app.compressed:
             app.state = GpuState.S0
-            return
+            return 0
         app.state = GpuState.S4
         # One driver worker: a second resume (a script's, not the user's) waits its turn.
         while self._decompressing is not None:
             yield self._decompressing
         self._decompressing = self.env.event()
         try:
-            yield from self._decompress_all(app)
+            return (yield from self._decompress_all(app))
         finally:
             done, self._decompressing = self._decompressing, None
             done.succeed()
 
-    def _decompress_all(self, app: AppBuffers) -> Generator[Event, object, None]:
+    def _decompress_all(self, app: AppBuffers) -> Generator[Event, object, int]:
         process, worker = app.process, self.worker
         assert worker is not None  # only a compressing policy leaves pages compressed
         start, pages = self.env.now, app.compressed
@@ -267,20 +277,19 @@ class Gpu:
             lo = app.compressed - n
             yield from self.memory.allocate(process, worker, n, "gpu")
             if not process.alive:
-                return
+                return 0
             cycles = table.decompress_ns(app.content[lo : app.compressed]) * factor
             self.decompress_cycles += cycles
             yield self.cpu.run(worker, cycles)
             if not process.alive:
-                return
+                return 0
             released = self.pool.free(app.handles[lo:])
             self.memory.shrink_pool(POOL, released)
             app.handles = app.handles[:lo]
             app.compressed = lo
         app.state = GpuState.S0
-        self.decompressions.append(
-            Decompression(start, process.pid, pages, self.env.now - start)
-        )
+        self.decompressions.append(Decompression(start, process.pid, pages, self.env.now - start))
+        return pages if process.alive else 0
 
     def submit(self, process: Process) -> bool:
         """A GPU operation from ``process``: dispatched (True), or deferred (False) —

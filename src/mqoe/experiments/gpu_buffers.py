@@ -147,6 +147,7 @@ def shape_checks(table: pd.DataFrame) -> list[tuple[str, bool]]:
     v = table.set_index(["mem_gb", "policy"])
     checks = []
     for mem in MEM_GB:
+
         def m(policy: str, metric: str, mem: str = mem) -> float:
             return _number(v.loc[(mem, policy), metric])
 
@@ -188,7 +189,8 @@ def summary_markdown(table: pd.DataFrame, quick: bool, seeds: int) -> str:
     return (
         f"# gpu-buffers{' (quick)' if quick else ''}\n\n"
         f"Nexus 5 as spec 02's phone (Android 4.4, minfree LMK, no swap), app-switching "
-        f"workload, means over {seeds} seeds per condition.\n\n" + "\n".join(lines)
+        f"workload, means over {seeds} seeds per condition.\n\n"
+        + "\n".join(lines)
         + f"\n\n## Spec 02's shape\n\n{checks}\n"
     )
 
@@ -215,7 +217,7 @@ def plot(results: list[tuple[Cell, RunRecord]], table: pd.DataFrame, out_dir: Pa
     fig.tight_layout()
     _save(fig, out_dir / "gpu-summary")
     plt.close(fig)
-    # Per-app resume / start time (2 GB, first seed of each policy pooled over seeds).
+    # Per-app resume / start time at 1.5 GB, pooled over seeds.
     launches = pd.concat(
         [r.tables["launches"].assign(mem_gb=c.mem_gb, policy=c.policy) for c, r in results]
     )

@@ -199,9 +199,7 @@ def _collect(
         ],
         columns=["t_s", "app", "kind", "latency_ms", "decompressed_mb"],
     )
-    series = pd.DataFrame(
-        samples, columns=["t_s", "cached_apps", "saved_mb", "pool_mb", "free_mb"]
-    )
+    series = pd.DataFrame(samples, columns=["t_s", "cached_apps", "saved_mb", "pool_mb", "free_mb"])
     threads = pd.DataFrame(phone.cpu.thread_table())
     system = threads["process"].isin(_SYSTEM_PROCESSES)
     start = state.get("start_ns", 0.0)
@@ -257,4 +255,3 @@ def _stat(values: pd.Series, how: str) -> float:
 def _thread_s(threads: pd.DataFrame, name: str) -> float:
     rows = threads.loc[threads["thread"] == name, "running_ns"]
     return float(rows.sum()) / 1e9
-
