@@ -71,7 +71,8 @@ def test_van_runs_exactly_as_without_the_gpu_module() -> None:
 def test_draw_never_repeats_the_app_in_front_and_follows_the_category_mix() -> None:
     catalog = load_catalog()
     n = 20_000
-    drawn = draw_launches(catalog, AppSwitchingParams(launches=n), np.random.default_rng(11))
+    params = AppSwitchingParams(launches=n, revisit=0.0)
+    drawn = draw_launches(catalog, params, np.random.default_rng(11))
     apps = [app for _, app in drawn]
     assert len(apps) == n
     assert all(a != b for a, b in itertools.pairwise(apps))
@@ -89,6 +90,37 @@ def test_draw_never_repeats_the_app_in_front_and_follows_the_category_mix() -> N
         chi2 += (counts[cat] - expected) ** 2 / expected
         assert counts[cat] / n == pytest.approx(share, abs=0.012), cat
     assert chi2 < 24.3  # χ² with 7 degrees of freedom, p = 0.001
+
+
+def reopened_share(apps: list[str], window: int = 3) -> float:
+    """Share of launches whose app was one of the ``window`` launches before it."""
+    hits = sum(app in apps[i - window : i] for i, app in enumerate(apps) if i >= window)
+    return hits / (len(apps) - window)
+
+
+def test_revisits_reopen_recent_apps_and_keep_the_category_mix() -> None:
+    catalog = load_catalog()
+    n = 20_000
+    category = {a.name: a.category for a in catalog.apps}
+    mixed = draw_launches(
+        catalog, AppSwitchingParams(launches=n, revisit=0.5), np.random.default_rng(5)
+    )
+    fresh = draw_launches(
+        catalog, AppSwitchingParams(launches=n, revisit=0.0), np.random.default_rng(5)
+    )
+    apps = [app for _, app in mixed]
+    assert all(a != b for a, b in itertools.pairwise(apps))
+    # Re-opens copy recent launches: far more launches return to one of the last three
+    # apps than independent draws do.
+    assert reopened_share(apps) > reopened_share([a for _, a in fresh]) + 0.1
+    counts = Counter(category[a] for a in apps)
+    for cat, share in CATEGORY_SHARES.items():
+        assert counts[cat] / n == pytest.approx(share, abs=0.02), cat
+
+
+def test_revisit_outside_zero_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="revisit"):
+        AppSwitchingParams(revisit=1.5)
 
 
 def test_interaction_times_have_the_requested_mean() -> None:

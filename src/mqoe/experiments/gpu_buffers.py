@@ -40,19 +40,23 @@ POLICIES = ("van", "fair", "full")
 SEEDS = (1, 2, 3, 4, 5)
 QUICK_SEEDS = (1, 2)
 QUICK_LAUNCHES = 64
-# The Nexus 5 on Android 4.4 (spec 02's phone): the in-kernel LMK's minfree table for a
-# 2 GB 1080p device (/sys/module/lowmemorykiller/parameters/minfree on the stock
-# KitKat image: 18432,23040,27648,32256,55296,80640 pages of KB) with its adj levels
-# (foreground, visible, perceptible, backup/heavy, cached min, cached max) on the
-# oom_score_adj scale; no swap (KitKat on the Nexus 5 shipped without zRAM).
-MINFREE_KB = (18432, 23040, 27648, 32256, 55296, 80640)
+# The Nexus 5 on Android 4.4 (spec 02's phone): the in-kernel LMK's minfree table as the
+# stock KitKat image sets /sys/module/lowmemorykiller/parameters/minfree — in 4 KB
+# *pages*: 18432,23040,27648,32256,55296,80640 (the first four are ProcessList's
+# high-end KB table 73728…129024 converted to pages) — with its adj levels (foreground,
+# visible, perceptible, backup/heavy, cached min, cached max) on the oom_score_adj
+# scale; no swap (KitKat on the Nexus 5 shipped without zRAM).
+MINFREE_PAGES = (18432, 23040, 27648, 32256, 55296, 80640)
+MINFREE_KB = tuple(4 * pages for pages in MINFREE_PAGES)
 MINFREE_ADJ = (0, 100, 200, 300, 900, 950)
 # Memory the modelled processes do not account for on a running KitKat Nexus 5
 # (calibration): carve-outs (MemTotal is ≈ 1.86 GB of 2 GB), the kernel's slab, page
 # tables and ION/kgsl allocations for the display, and the persistent Google services
 # beyond the generic system table (apps/catalog/system.toml "full"). Limiting the phone
-# to 1.5 GB (the paper's boot parameter) does not shrink these.
-RESERVED_MB = 600
+# to 1.5 GB (the paper's boot parameter) does not shrink these. Fitted so that VAN at
+# 2 GB sees LMK kills of cached apps (the paper's premise at both sizes): 450 MB leaves
+# 2 GB nearly kill-free for every policy, 550 MB does not.
+RESERVED_MB = 550
 # Reclaim in 1 MB passes instead of the kernel's 32 pages: the same pages go, in fewer
 # simulation events (a 100-minute run with thrashing would otherwise take minutes).
 RECLAIM_BATCH_PAGES = 256

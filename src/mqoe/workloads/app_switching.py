@@ -44,6 +44,8 @@ _SYSTEM_PROCESSES = ("kernel", "lmkd")  # threads counted as system CPU time
 # The system services' CPU in 10× longer, rarer bursts (same mean CPU and memory use):
 # a 100-minute run does not resolve their millisecond wake-ups, and they dominated its cost.
 _SYSTEM_BURST_SCALE = 10.0
+_REVISIT_DEPTH = 32  # a re-open copies one of the last 32 launches…
+_REVISIT_WEIGHTS = 1.0 / np.arange(1, _REVISIT_DEPTH + 1)  # …the k-th most recent with weight 1/k
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,18 @@ class AppSwitchingParams:
     catalog: str = ""  # extra app TOML files, ';'-separated (added to the packaged 22)
     trace: str = ""  # a launch trace CSV (time_s,app) to replay instead of the draw
     system: bool = True  # the phone's own processes (system_server, SystemUI, …)
+    # Share of launches that re-open a recently used app (copy the k-th most recent
+    # launch of another app, weight 1/k) instead of a fresh draw from the category mix;
+    # copying earlier draws keeps each category's share of launches. 0: independent draws. Assumed:
+    # about half — field studies of phone use find most launches return to a small set
+    # of recently used apps (app revisitation; e.g. Jones et al., UbiComp 2015).
+    revisit: float = 0.5
 
     def __post_init__(self) -> None:
         if self.launches < 1 or self.max_cached < 0:
             raise ValueError("launches must be ≥ 1 and max_cached ≥ 0")
+        if not 0.0 <= self.revisit <= 1.0:
+            raise ValueError("revisit must be in [0, 1]")
         if not (self.interaction_s > 0 and self.interaction_sigma >= 0):
             raise ValueError("interaction_s must be positive and interaction_sigma ≥ 0")
         if self.policy != "none":
@@ -108,14 +118,22 @@ def draw_launches(
     sigma = params.interaction_sigma
     mu = math.log(params.interaction_s) - sigma * sigma / 2  # lognormal with that mean
     out: list[tuple[float, str]] = []
-    previous = ""
+    history: list[str] = []  # launched apps, oldest first
     for _ in range(params.launches):
-        q = np.where(np.array(names) == previous, 0.0, p)
-        if q.sum() <= 0:  # a one-app catalogue: the same app again
-            q = p
-        app = names[int(rng.choice(len(names), p=q / q.sum()))]
+        previous = history[-1] if history else ""
+        # Re-open: copy the launch k back (weight 1/k, the app in front excluded), so the
+        # copied app is itself a draw from the mix and the category shares hold.
+        earlier = [a for a in history[-_REVISIT_DEPTH:] if a != previous][::-1]
+        if earlier and rng.random() < params.revisit:
+            w = _REVISIT_WEIGHTS[: len(earlier)]
+            app = earlier[int(rng.choice(len(earlier), p=w / w.sum()))]
+        else:
+            q = np.where(np.array(names) == previous, 0.0, p)
+            if q.sum() <= 0:  # a one-app catalogue: the same app again
+                q = p
+            app = names[int(rng.choice(len(names), p=q / q.sum()))]
         out.append((float(rng.lognormal(mu, sigma)), app))
-        previous = app
+        history.append(app)
     return out
 
 
