@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import typing
 from dataclasses import dataclass
 from typing import Any
 
-from mqoe.errors import UserError
-from mqoe.params import coerce
+from mqoe.params import make_component
 
 _MB_PAGES = 256
 
@@ -64,24 +62,5 @@ COMPRESSION_POLICIES: dict[str, type[Any]] = {"van": Van, "full": Full, "fair": 
 
 def make_compression_policy(spec: str) -> Van | Full | Fair:
     """``"name"`` or ``"name:key=value,…"`` → a policy; UserError for unknown names/keys."""
-    name, sep, arguments = spec.strip().partition(":")
-    name = name.strip()
-    policy_type = COMPRESSION_POLICIES.get(name)
-    if policy_type is None:
-        known = ", ".join(sorted(COMPRESSION_POLICIES))
-        raise UserError(f"unknown compression policy {name!r}; available: {known}")
-    fields = {f.name: f for f in dataclasses.fields(policy_type) if f.init}
-    hints = typing.get_type_hints(policy_type)
-    kwargs: dict[str, Any] = {}
-    for item in arguments.split(",") if sep else ():
-        key, eq, text = item.partition("=")
-        key = key.strip()
-        if not eq or key not in fields:
-            known = ", ".join(sorted(fields)) or "none"
-            raise UserError(f"compression policy {name!r}: bad {item!r}; parameters: {known}")
-        kwargs[key] = coerce(text.strip(), hints[key], f"{name}:{key}")
-    try:
-        policy: Van | Full | Fair = policy_type(**kwargs)
-    except (ValueError, TypeError) as exc:
-        raise UserError(f"compression policy {name!r}: {exc}") from None
+    policy: Van | Full | Fair = make_component(spec, COMPRESSION_POLICIES, "compression policy")
     return policy

@@ -15,15 +15,13 @@ throughput rule with caps.
 
 from __future__ import annotations
 
-import inspect
 import math
-import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from mqoe.errors import UserError
-from mqoe.params import coerce
+from mqoe.params import make_component
 from mqoe.policies.abr.base import (
     AbrRule,
     AbrState,
@@ -482,37 +480,8 @@ def make_rule(spec: str) -> AbrRule:
 
 
 def _make_one(part: str, spec: str) -> AbrRule:
-    name, sep, arguments = part.strip().partition(":")
-    name = name.strip()
-    rule_type = ABR_RULES.get(name)
-    if rule_type is None:
+    if part.strip().partition(":")[0].strip() not in ABR_RULES:
+        name = part.strip().partition(":")[0].strip()
         available = ", ".join(sorted(ABR_RULES))
         raise UserError(f"unknown ABR rule {name!r} in {spec!r}; available: {available}")
-    parameters = _parameters(rule_type)
-    kwargs: dict[str, Any] = {}
-    if sep:
-        for item in arguments.split(","):
-            key, eq, text = item.partition("=")
-            key = key.strip()
-            if not eq or not key:
-                raise UserError(f"ABR rule {part.strip()!r}: expected key=value, got {item!r}")
-            if key not in parameters:
-                known = ", ".join(sorted(parameters)) or "none"
-                raise UserError(f"ABR rule {name!r} has no parameter {key!r}; it has: {known}")
-            if key in kwargs:
-                raise UserError(f"ABR rule {name!r}: parameter {key!r} given twice")
-            kwargs[key] = coerce(text, parameters[key], f"{name}:{key}")
-    try:
-        return rule_type(**kwargs)
-    except (ValueError, TypeError) as exc:
-        raise UserError(f"ABR rule {name!r}: {exc}") from None
-
-
-def _parameters(rule_type: type[AbrRule]) -> dict[str, Any]:
-    """Keyword parameters of a rule's constructor with their (evaluated) annotations."""
-    hints = typing.get_type_hints(rule_type.__init__)
-    out: dict[str, Any] = {}
-    for parameter in inspect.signature(rule_type).parameters.values():
-        if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD):
-            out[parameter.name] = hints.get(parameter.name, str)
-    return out
+    return make_component(part, ABR_RULES, "ABR rule")
