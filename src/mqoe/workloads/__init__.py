@@ -11,11 +11,12 @@ from mqoe.workloads.base import Scenario, ScenarioOutput, Session, parse_params
 from mqoe.workloads.frame_deadlines import FrameDeadlines
 from mqoe.workloads.spiral import Spiral
 from mqoe.workloads.trace_player import TraceAbr
+from mqoe.workloads.ui_bench import UiBench
 from mqoe.workloads.video import Video
 
 SCENARIOS: dict[str, Scenario] = {
     scenario.name: scenario
-    for scenario in (AppSwitching(), FrameDeadlines(), Spiral(), TraceAbr(), Video())
+    for scenario in (AppSwitching(), FrameDeadlines(), Spiral(), TraceAbr(), UiBench(), Video())
 }
 
 

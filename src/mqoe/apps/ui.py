@@ -1,0 +1,863 @@
+"""UI apps on the rendering pipeline: view hierarchies, overdraw and scripted interactions
+(spec 04 §Rendering).
+
+An app is a **main thread** (input, animation, measure and layout — and whatever the app
+does synchronously there: Binder calls, storage reads), a **RenderThread** (draws the
+frame into a buffer of the app's :class:`~mqoe.device.display.BufferQueue`) and a few
+worker threads (image decoding). Frames follow Android's Choreographer and hwui:
+
+* A frame is requested (by an animation, a scroll, a new screen) and runs on the main
+  thread at the first V-Sync after the request — its **intended V-Sync**. While an
+  animation runs, each frame requests the next one when it starts, so a main thread
+  that is late makes the following frames late too (Choreographer's "skipped frames").
+* When the main thread is done it **syncs** with the RenderThread, which must have
+  finished the previous frame (hwui's ``syncFrameState``), then hands the frame over
+  and is free for the next V-Sync.
+* The RenderThread dequeues a free buffer — blocking while every buffer is queued or
+  held by SurfaceFlinger (back-pressure) — draws, and queues it.
+* A frame's **duration** is ``queue − intended V-Sync`` (gfxinfo's ``FrameCompleted −
+  IntendedVsync``). Its record also carries the stages, the Binder / I/O waits, the two
+  threads' Running and Runnable time (``state_ns`` deltas over each stage), whether
+  LITTLE cores were saturated, and **ready_buffer**: a buffer the app had queued before
+  the frame began was still waiting for SurfaceFlinger at the V-Sync the frame missed —
+  the app had a frame in reserve, so the slow frame was hidden (buffer-aware SR/FF,
+  :mod:`mqoe.metrics.jank`). With a single buffer the app can never hold one in
+  reserve (SurfaceFlinger latches any queued buffer at the next V-Sync before the app
+  can queue another), so buffer-aware and naive counts agree.
+
+Work is never looked up: measure/layout costs cycles per view measured, inflation and
+binding cycles per view created or bound, drawing cycles per megapixel *painted* —
+counting every layer the painter's algorithm draws, including those an opaque layer
+above hides (overdraw, :mod:`mqoe.analysis.layout`'s exact count) — plus cycles per
+drawing layer; images the workers decode are uploaded as textures by the next frame's
+RenderThread. :meth:`ViewHierarchy.trim_redundant_layers` is the RUIR fix: layers that
+opaque layers above cover completely stop painting.
+
+Apps are TOML data (``apps/catalog/ui_apps.toml``, :func:`load_ui_apps`): a view
+hierarchy, an interaction script and where the app does I/O and Binder calls.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import deque
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+from types import MappingProxyType
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mqoe.analysis.layout import OverdrawStats, ViewNode, overdraw
+from mqoe.device.cpu import Fair, SchedPolicy, Thread, ThreadState
+from mqoe.device.display import BufferQueue, Display, android_major
+from mqoe.device.phone import Phone
+from mqoe.engine import Event
+from mqoe.errors import UserError
+
+CATALOGUE = "ui_apps.toml"
+# A frame window is LITTLE-saturated when every LITTLE core was busy for at least half
+# of it (the same rule as the systrace analyser, mqoe.analysis.systrace).
+SATURATED_FRAME_FRACTION = 0.5
+_JITTER_BLOCK = 512  # lognormal multipliers drawn per numpy call
+
+
+@dataclass(frozen=True, slots=True)
+class RenderCosts:
+    """CPU costs of UI work, in reference cycles (Cortex-A53 cycles; see device/cpu.py).
+
+    All values are assumptions (documented per field); work in reference cycles makes one
+    constant serve every phone — faster cores finish it sooner."""
+
+    # Input handling, animation callbacks and Choreographer bookkeeping per frame
+    # (assumed: ~0.6 ms on a 1.5 GHz A53, as systrace "Choreographer#doFrame" slices of
+    # list apps on low-end phones show before measure/layout).
+    frame_base_cycles: float = 1.0e6
+    # Measure + layout of one view (assumed: ~25 µs on a 1.5 GHz A53 — text views
+    # measure their text; a few ms for a screen of a hundred views).
+    layout_cycles_per_node: float = 40_000.0
+    # Inflating one view from XML (assumed: ~0.2 ms on a 1.5 GHz A53: parsing,
+    # reflection, the constructor, resources; why RecyclerView recycles view holders).
+    inflate_cycles_per_node: float = 300_000.0
+    # Binding data to one recycled view (assumed: ~0.1 ms on a 1.5 GHz A53: setText with
+    # its text layout, an image request).
+    bind_cycles_per_node: float = 150_000.0
+    # RenderThread work per megapixel painted, folding in the GPU fill it waits for
+    # (assumed: a full-HD layer ≈ 1.7 ms on a 1.8 GHz A53 with an Adreno 5xx at an
+    # effective ~1–2 Gpx/s with blending).
+    draw_cycles_per_mpixel: float = 1.5e6
+    # Recording and issuing one drawing view's display-list ops (assumed: ~30 µs; text
+    # goes through the glyph cache).
+    draw_cycles_per_layer: float = 50_000.0
+    # Uploading a newly decoded bitmap as a GPU texture in the next frame's sync stage
+    # (assumed: 4 bytes/px at an effective ~1.2 GB/s on a 1.8 GHz A53: ~3.3 ms per Mpx).
+    upload_cycles_per_mpixel: float = 6.0e6
+    # Decoding an image on a worker (assumed: libjpeg-turbo ≈ 45 Mpx/s on a 1.8 GHz A53).
+    decode_cycles_per_mpixel: float = 40e6
+    # A Binder round trip beyond the server's own work (assumed: ~30 µs on an A53:
+    # the driver's copy and two context switches).
+    binder_transaction_cycles: float = 50_000.0
+    # Frame-to-frame spread of UI work (content varies): sigma of a mean-one lognormal.
+    frame_cost_sigma: float = 0.25
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+
+
+def thread_policies(android: int) -> tuple[SchedPolicy, SchedPolicy]:
+    """(main, RenderThread) policies of the top app. Android 8+: ActivityManager boosts
+    both to nice −10 (``TOP_APP_PRIORITY_BOOST``); before, the main thread ran at the
+    default nice 0 and hwui's RenderThread at −4 (``PRIORITY_DISPLAY``)."""
+    return (Fair(-10), Fair(-10)) if android >= 8 else (Fair(0), Fair(-4))
+
+
+# -- catalogue (TOML at the file boundary) ---------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+Rect = Annotated[tuple[float, float, float, float], Field(strict=False)]
+
+
+class ViewSpec(_Model):
+    """A view template: ``rect`` is (left, top, right, bottom) as fractions of its
+    parent's box; ``repeat`` copies stack vertically, splitting that rect's height
+    (a list's rows). ``parent`` names an earlier view ("" = a root)."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    parent: str = ""
+    rect: Rect = (0.0, 0.0, 1.0, 1.0)
+    draws: bool = False  # paints a layer (background or content)
+    opaque: bool = False  # that layer hides what is below it
+    repeat: int = Field(default=1, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _rect_inside(self) -> ViewSpec:
+        left, top, right, bottom = self.rect
+        if not (0 <= left < right <= 1 and 0 <= top < bottom <= 1):
+            raise ValueError(
+                f"view {self.id!r}: rect must satisfy 0 <= l < r <= 1, 0 <= t < b <= 1"
+            )
+        return self
+
+
+Action = Literal["fling", "open", "back", "media", "game", "idle"]
+
+
+class StepSpec(_Model):
+    """One scripted interaction (see ``ui_apps.toml`` for the meaning of each field)."""
+
+    action: Action
+    duration_ms: float = Field(default=0.0, ge=0)  # fling, media, game, idle
+    items: int = Field(default=0, ge=0)  # fling: list items scrolled into view
+    inflate_nodes: int = Field(default=0, ge=0)  # open: views inflated for the new screen
+    io_pages: int = Field(default=0, ge=0)  # storage reads on the main thread, 4 KB pages
+    binder_calls: int = Field(default=0, ge=0)  # synchronous calls to system_server
+    binder_mcycles: float = Field(default=0.5, ge=0)  # server work per call
+    anim_ms: float = Field(default=0.0, ge=0)  # open/back: transition frames after it
+    fps: float = Field(default=60.0, gt=0, le=240)  # media/game: frames per second
+    main_mcycles: float = Field(default=0.0, ge=0)  # extra main-thread work per frame
+    render_mcycles: float = Field(default=0.0, ge=0)  # extra RenderThread work per frame
+    scene_overdraw: float = Field(default=0.0, ge=0)  # game: extra full-screen paints
+    decode_mcycles: float = Field(default=0.0, ge=0)  # media: decoder work per frame
+    decode_fps: float = Field(default=0.0, ge=0, le=240)  # media frames/s (0: fps)
+    relayout: float | None = Field(default=None, ge=0, le=1)  # share of views laid out
+
+    @model_validator(mode="after")
+    def _has_duration(self) -> StepSpec:
+        if self.action in ("fling", "media", "game", "idle") and self.duration_ms <= 0:
+            raise ValueError(f"a {self.action} step needs duration_ms > 0")
+        return self
+
+
+class UiAppSpec(_Model):
+    """One app of ``ui_apps.toml``."""
+
+    key: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    package: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$")
+    label: str = Field(min_length=1)
+    category: str = Field(min_length=1)
+    group: Literal["benchmark", "open-source"]
+    provenance: str = Field(min_length=10)
+    workers: int = Field(default=2, ge=0, le=16)  # image-loader threads
+    list_item: str = ""  # the repeated row of the main list ("" = none)
+    image_mpx: float = Field(default=0.0, ge=0)  # decoded pixels per new list item
+    image_io_pages: int = Field(default=0, ge=0)  # disk-cache read per item image
+    # Main-thread storage reads per row bound (4 KB pages; a cursor-backed list filling
+    # its window from the database while scrolling). Read once a whole page is due.
+    row_io_pages: float = Field(default=0.0, ge=0)
+    views: Annotated[tuple[ViewSpec, ...], Field(min_length=1, strict=False)]
+    script: Annotated[tuple[StepSpec, ...], Field(min_length=1, strict=False)]
+
+    @model_validator(mode="after")
+    def _tree(self) -> UiAppSpec:
+        seen: set[str] = set()
+        for view in self.views:
+            if view.id in seen:
+                raise ValueError(f"duplicate view id {view.id!r}")
+            if view.parent and view.parent not in seen:
+                raise ValueError(f"view {view.id!r}: parent {view.parent!r} must come before it")
+            seen.add(view.id)
+        if self.list_item and self.list_item not in seen:
+            raise ValueError(f"list_item {self.list_item!r} is not a view id")
+        return self
+
+
+def load_ui_apps(text: str | None = None) -> Mapping[str, UiAppSpec]:
+    """The UI-app catalogue (``text``: a TOML document to parse instead of the packaged
+    ``ui_apps.toml``), keyed by app key. Problems are one-line UserErrors."""
+    if text is None:
+        return _packaged()
+    return _parse(text, "ui-app catalogue text")
+
+
+@cache
+def _packaged() -> Mapping[str, UiAppSpec]:
+    path = resources.files("mqoe.apps.catalog").joinpath(CATALOGUE)
+    return _parse(path.read_text(encoding="utf-8"), CATALOGUE)
+
+
+def _parse(text: str, label: str) -> Mapping[str, UiAppSpec]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{label}: {exc}") from None
+    apps = data.get("apps")
+    if not isinstance(apps, dict) or not apps:
+        raise UserError(f"{label}: expected [apps.<key>] tables")
+    specs: dict[str, UiAppSpec] = {}
+    for key, entry in apps.items():
+        if not isinstance(entry, dict):
+            raise UserError(f"{label}: apps.{key} must be a table")
+        try:
+            specs[key] = UiAppSpec.model_validate({"key": key, **entry})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise UserError(f"{label}: apps.{key}.{where}: {first['msg']}") from None
+    return MappingProxyType(specs)
+
+
+def ui_app(key: str) -> UiAppSpec:
+    """One packaged app by key (UserError naming the known keys otherwise)."""
+    apps = load_ui_apps()
+    if key not in apps:
+        raise UserError(f"unknown UI app {key!r}; available: {', '.join(sorted(apps))}")
+    return apps[key]
+
+
+# -- view hierarchy ---------------------------------------------------------------------
+
+
+class ViewHierarchy:
+    """Concrete views on a screen, in paint order (pre-order, parents first).
+
+    Built from templates by :meth:`from_specs`; every geometric question (overdraw,
+    hidden layers) goes through :func:`mqoe.analysis.layout.overdraw`, the exact count
+    the real-dump analyser uses, so simulated and measured overdraw mean the same."""
+
+    def __init__(self, nodes: Sequence[ViewNode], screen: tuple[int, int]) -> None:
+        self.nodes: tuple[ViewNode, ...] = tuple(nodes)
+        self.screen = screen
+        self._stats: OverdrawStats | None = None
+
+    @classmethod
+    def from_specs(cls, views: Sequence[ViewSpec], screen: tuple[int, int]) -> ViewHierarchy:
+        """Expand templates (fractional rects, repeats) into pixel views on ``screen``."""
+        children: dict[str, list[ViewSpec]] = {}
+        for view in views:
+            children.setdefault(view.parent, []).append(view)
+        nodes: list[ViewNode] = []
+        width, height = screen
+
+        def expand(view: ViewSpec, box: tuple[float, float, float, float], parent: int) -> None:
+            left, top, right, bottom = box
+            w, h = right - left, bottom - top
+            x0, y0, x1, y1 = view.rect
+            rl, rt, rr, rb = left + x0 * w, top + y0 * h, left + x1 * w, top + y1 * h
+            step = (rb - rt) / view.repeat
+            for k in range(view.repeat):
+                copy = (rl, rt + k * step, rr, rt + (k + 1) * step)
+                index = len(nodes)
+                nodes.append(
+                    ViewNode(
+                        cls=view.id,
+                        bounds=(round(copy[0]), round(copy[1]), round(copy[2]), round(copy[3])),
+                        parent=parent,
+                        draws=view.draws,
+                        opaque=view.opaque,
+                    )
+                )
+                for child in children.get(view.id, ()):
+                    expand(child, copy, index)
+
+        for root in children.get("", ()):
+            expand(root, (0.0, 0.0, float(width), float(height)), -1)
+        return cls(nodes, screen)
+
+    # -- derived values -----------------------------------------------------------------
+    @property
+    def stats(self) -> OverdrawStats:
+        """Exact per-pixel paint counts (computed once)."""
+        if self._stats is None:
+            self._stats = overdraw(self.nodes, self.screen)
+        return self._stats
+
+    @property
+    def node_count(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def depth(self) -> npt.NDArray[np.int64]:
+        """Nesting depth of each view (1 = a root)."""
+        return self.stats.depth
+
+    @property
+    def area_fraction(self) -> npt.NDArray[np.float64]:
+        """Each view's clipped area as a fraction of the screen."""
+        return self.stats.area_px / self.stats.screen_px
+
+    @property
+    def drawing_layers(self) -> int:
+        return self.stats.drawing_layers
+
+    @property
+    def pixels_painted(self) -> int:
+        """Pixels painted per frame, repeats counted (what drawing costs)."""
+        return self.stats.pixels_drawn
+
+    @property
+    def mean_overdraw(self) -> float:
+        """Mean paints per screen pixel (1.0 ideal)."""
+        return self.stats.mean_overdraw
+
+    def redundant(self) -> npt.NDArray[np.int64]:
+        """Indices of drawing layers that later opaque layers cover completely."""
+        s = self.stats
+        if s.hidden_px is None:  # too large to attribute: claim nothing
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(s.drawn & (s.hidden_px == s.area_px)).astype(np.int64)
+
+    @property
+    def redundant_layers(self) -> int:
+        return len(self.redundant())
+
+    def subtree_size(self, index: int) -> int:
+        """Views in the subtree rooted at ``index`` (itself included)."""
+        depth = self.depth
+        end = index + 1
+        while end < len(self.nodes) and depth[end] > depth[index]:
+            end += 1
+        return end - index
+
+    def copies(self, view_id: str) -> list[int]:
+        """Indices of the concrete copies of one template."""
+        return [i for i, node in enumerate(self.nodes) if node.cls == view_id]
+
+    # -- transforms ---------------------------------------------------------------------
+    def trim_redundant_layers(self) -> tuple[ViewHierarchy, int]:
+        """The RUIR fix: every layer that opaque layers above hide completely stops
+        painting (e.g. merging an included layout whose root repeats its parent's
+        background); a trimmed view left with no children is removed. Returns the new
+        hierarchy and how many layers were trimmed. What the user sees is unchanged —
+        the top-most layer of every pixel is never a hidden one — and one pass is a
+        fixed point (removing layers never hides another)."""
+        trimmed = self.redundant()
+        if not len(trimmed):
+            return self, 0
+        trim = set(trimmed.tolist())
+        nodes = [replace(n, draws=False) if i in trim else n for i, n in enumerate(self.nodes)]
+        n_children = [0] * len(nodes)
+        for node in nodes:
+            if node.parent >= 0:
+                n_children[node.parent] += 1
+        keep = [True] * len(nodes)
+        for i in range(len(nodes) - 1, -1, -1):  # children come after parents
+            if i in trim and n_children[i] == 0:
+                keep[i] = False
+                if nodes[i].parent >= 0:
+                    n_children[nodes[i].parent] -= 1
+        new_index = np.cumsum(keep) - 1
+        kept = [
+            replace(node, parent=int(new_index[node.parent]) if node.parent >= 0 else -1)
+            for node, k in zip(nodes, keep, strict=True)
+            if k
+        ]
+        return ViewHierarchy(kept, self.screen), len(trim)
+
+    def with_layer(
+        self, bounds: tuple[int, int, int, int], *, opaque: bool = False, parent: int = -1
+    ) -> ViewHierarchy:
+        """A copy with one more drawing view painted last (on top of everything)."""
+        node = ViewNode(cls="added", bounds=bounds, parent=parent, draws=True, opaque=opaque)
+        return ViewHierarchy((*self.nodes, node), self.screen)
+
+
+def draw_cycles(hierarchy: ViewHierarchy, costs: RenderCosts) -> float:
+    """RenderThread work to draw ``hierarchy`` once, in reference cycles: every painted
+    pixel (overdraw included) plus every drawing layer's display-list ops."""
+    return (
+        hierarchy.pixels_painted / 1e6 * costs.draw_cycles_per_mpixel
+        + hierarchy.drawing_layers * costs.draw_cycles_per_layer
+    )
+
+
+# -- services an app uses ---------------------------------------------------------------
+
+
+class BinderService:
+    """system_server's Binder thread pool: a synchronous transaction waits (sleeping)
+    while one of the pool's threads runs the server side at the caller's nice (the
+    Binder driver's priority inheritance), FIFO when every thread is busy."""
+
+    def __init__(self, phone: Phone, threads: int = 4, costs: RenderCosts | None = None) -> None:
+        # threads: assumed concurrently busy binder threads (system_server's pool allows 31)
+        if threads < 1:
+            raise ValueError("a Binder pool needs at least one thread")
+        self.phone = phone
+        self.costs = costs or RenderCosts()
+        self._queue: deque[tuple[float, SchedPolicy, Event]] = deque()
+        self._idle: list[Event] = []
+        self.calls = 0
+        self.threads = [
+            phone.cpu.thread(f"binder:{k + 1}", Fair(0), process="system_server")
+            for k in range(threads)
+        ]
+        for thread in self.threads:
+            phone.env.process(self._serve(thread), thread.name)
+
+    def call(self, client: Thread, server_cycles: float) -> Generator[Event, object, None]:
+        """A synchronous transaction from ``client`` (``yield from`` it)."""
+        done = Event(self.phone.env)
+        cycles = server_cycles + self.costs.binder_transaction_cycles
+        self._queue.append((cycles, client.policy, done))
+        self.calls += 1
+        if self._idle:
+            self._idle.pop().succeed()
+        yield done
+
+    def _serve(self, thread: Thread) -> Generator[Event, object, None]:
+        env, cpu = self.phone.env, self.phone.cpu
+        while True:
+            if not self._queue:
+                wake = Event(env)
+                self._idle.append(wake)
+                yield wake
+                continue
+            cycles, policy, done = self._queue.popleft()
+            if thread.policy != policy:
+                cpu.set_policy(thread, policy)
+            yield cpu.run(thread, cycles)
+            done.succeed()
+
+
+class _Workers:
+    """An image loader's thread pool (Glide-like): jobs read from the disk cache and
+    decode. Requests for rows scrolled off-screen are cancelled (oldest first) once more
+    than ``cap`` wait, as image loaders do when a view is recycled."""
+
+    def __init__(self, phone: Phone, process: str, threads: int, cap: int) -> None:
+        self.phone = phone
+        self.cap = max(1, cap)
+        self._jobs: deque[tuple[int, float, float]] = deque()
+        self.decoded_mpx = 0.0  # decoded since the app last took them (to upload)
+        self._idle: list[Event] = []
+        self.done = 0
+        self.cancelled = 0
+        for k in range(threads):
+            # THREAD_PRIORITY_BACKGROUND (nice 10), as image loaders run their decoders
+            thread = phone.cpu.thread(f"worker:{k + 1}", Fair(10), process=process)
+            phone.env.process(self._work(thread), thread.name)
+        self.enabled = threads > 0
+
+    def submit(self, pages: int, cycles: float, mpx: float) -> None:
+        if not self.enabled:
+            return
+        self._jobs.append((pages, cycles, mpx))
+        if len(self._jobs) > self.cap:
+            self._jobs.popleft()
+            self.cancelled += 1
+        if self._idle:
+            self._idle.pop().succeed()
+
+    def _work(self, thread: Thread) -> Generator[Event, object, None]:
+        env, cpu, storage = self.phone.env, self.phone.cpu, self.phone.storage
+        while True:
+            if not self._jobs:
+                wake = Event(env)
+                self._idle.append(wake)
+                yield wake
+                continue
+            pages, cycles, mpx = self._jobs.popleft()
+            if pages:
+                yield from storage.read(thread, pages)
+            yield cpu.run(thread, cycles)
+            self.decoded_mpx += mpx
+            self.done += 1
+
+    def take_decoded(self) -> float:
+        """Megapixels decoded since the last call (bitmaps the next frame uploads)."""
+        mpx, self.decoded_mpx = self.decoded_mpx, 0.0
+        return mpx
+
+
+class _Jitter:
+    """Mean-one lognormal multipliers, drawn in blocks (one numpy call per block)."""
+
+    def __init__(self, rng: np.random.Generator, sigma: float) -> None:
+        self.rng = rng
+        self.sigma = sigma
+        self._block: list[float] = []
+
+    def __call__(self) -> float:
+        if self.sigma <= 0:
+            return 1.0
+        if not self._block:
+            s = self.sigma
+            self._block = self.rng.lognormal(-s * s / 2, s, _JITTER_BLOCK).tolist()[::-1]
+        return self._block.pop()
+
+
+# -- the app ----------------------------------------------------------------------------
+
+FRAME_COLUMNS = (
+    "app",
+    "frame",
+    "action",
+    "intended_vsync_ns",
+    "main_start_ns",
+    "main_end_ns",
+    "sync_wait_ns",
+    "draw_start_ns",
+    "dequeue_wait_ns",
+    "queue_ns",
+    "main_cycles",
+    "draw_cycles",
+    "binder_ns",
+    "io_ns",
+    "main_running_ns",
+    "main_runnable_ns",
+    "render_running_ns",
+    "render_runnable_ns",
+    "sf_delay_ns",
+)
+_RUNNING = ThreadState.RUNNING
+_RUNNABLE = ThreadState.RUNNABLE
+_PREEMPTED = ThreadState.RUNNABLE_PREEMPTED
+
+
+@dataclass(frozen=True, slots=True)
+class _FrameWork:
+    action: str
+    main_cycles: float
+    draw_cycles: float
+    io_pages: int = 0
+    binder_calls: int = 0
+    binder_cycles: float = 0.0
+    interval: int = 1  # V-Syncs between frames of this animation
+
+
+@dataclass(frozen=True, slots=True)
+class _MainStage:
+    """A frame the main thread has handed to the RenderThread (ns, reference cycles)."""
+
+    action: str
+    intended_ns: int
+    start_ns: int
+    end_ns: int
+    sync_wait_ns: int
+    main_cycles: float
+    draw_cycles: float
+    binder_ns: int
+    io_ns: int
+    running_ns: int
+    runnable_ns: int
+
+
+class UiApp:
+    """One app in the foreground, running its script from ``start_ns`` until ``end_ns``.
+
+    ``trim``: apply :meth:`ViewHierarchy.trim_redundant_layers` first (the RUIR fix).
+    Frame records: :meth:`frames`."""
+
+    def __init__(
+        self,
+        phone: Phone,
+        display: Display,
+        spec: UiAppSpec,
+        *,
+        binder: BinderService,
+        end_ns: int,
+        start_ns: int = 0,
+        trim: bool = False,
+        buffers: int | None = None,
+        costs: RenderCosts | None = None,
+    ) -> None:
+        self.phone = phone
+        self.display = display
+        self.spec = spec
+        self.binder = binder
+        self.costs = costs or RenderCosts()
+        self.end_ns = end_ns
+        screen = (display.width_px, display.height_px)
+        self.original = ViewHierarchy.from_specs(spec.views, screen)
+        self.hierarchy, self.trimmed_layers = (
+            self.original.trim_redundant_layers() if trim else (self.original, 0)
+        )
+        self.ruir = self.hierarchy.redundant_layers > 0
+        main_policy, render_policy = thread_policies(android_major(phone.profile))
+        cpu = phone.cpu
+        self.main = cpu.thread("main", main_policy, process=spec.package)
+        self.render = cpu.thread("RenderThread", render_policy, process=spec.package)
+        self.surface: BufferQueue = display.create_surface(spec.package, buffers)
+        self._items = self.hierarchy.copies(spec.list_item) if spec.list_item else []
+        self.item_nodes = self.hierarchy.subtree_size(self._items[0]) if self._items else 0
+        self._workers = _Workers(phone, spec.package, spec.workers, len(self._items) + 2)
+        self._jitter = _Jitter(phone.env.rng("ui:" + spec.key), self.costs.frame_cost_sigma)
+        self.draw_cycles = draw_cycles(self.hierarchy, self.costs)
+        self._screen_mpx = screen[0] * screen[1] / 1e6
+        self._inflated_items = 0
+        self._records: list[tuple[Any, ...]] = []
+        self._request_ns = start_ns
+        self._pending: _MainStage | None = None
+        self._render_busy = False
+        self._render_wake: Event | None = None
+        self._render_idle: Event | None = None
+        phone.env.process(self._main(start_ns), spec.key + ":main")
+        phone.env.process(self._render_loop(), spec.key + ":RenderThread")
+
+    # -- results ------------------------------------------------------------------------
+    def frames(self) -> pd.DataFrame:
+        """One row per frame queued (columns :data:`FRAME_COLUMNS` plus ``duration_ns``,
+        ``little_busy_share``, ``little_saturated``, ``ready_buffer``, ``ruir``)."""
+        table = pd.DataFrame(self._records, columns=list(FRAME_COLUMNS))
+        for column in FRAME_COLUMNS[3:]:
+            table[column] = table[column].astype(np.int64 if column.endswith("_ns") else float)
+        table["frame"] = table["frame"].astype(np.int64)
+        table["duration_ns"] = table["queue_ns"] - table["intended_vsync_ns"]
+        start = table["intended_vsync_ns"].to_numpy(np.int64)
+        end = table["queue_ns"].to_numpy(np.int64)
+        share = self.display.little_saturated_share(start, end)
+        table["little_busy_share"] = share
+        table["little_saturated"] = share >= SATURATED_FRAME_FRACTION
+        # The V-Sync a frame missed is the one after its intended V-Sync; the slow frame
+        # was hidden if a buffer the app had queued before the frame began was still
+        # there for SurfaceFlinger to show at that V-Sync (a frame in reserve).
+        due = start + self.display.period_ns
+        table["ready_buffer"] = (end > due) & self.surface.in_reserve(start, due)
+        table["ruir"] = self.ruir
+        return table
+
+    # -- main thread --------------------------------------------------------------------
+    def _main(self, start_ns: int) -> Generator[Event, object, None]:
+        env = self.phone.env
+        if start_ns > env.now:
+            yield env.timeout(start_ns - env.now)
+        while env.now < self.end_ns:
+            for step in self.spec.script:
+                if env.now >= self.end_ns:
+                    return
+                yield from self._step(step)
+
+    def _step(self, step: StepSpec) -> Generator[Event, object, None]:
+        env = self.phone.env
+        self._request_ns = env.now
+        until = min(self.end_ns, env.now + round(step.duration_ms * 1e6))
+        if step.action == "idle":
+            yield env.timeout(max(0, until - env.now))
+        elif step.action == "fling":
+            yield from self._fling(step, until)
+        elif step.action in ("open", "back"):
+            yield from self._open(step)
+        else:
+            yield from self._steady(step, until)
+
+    def _fling(self, step: StepSpec, until: int) -> Generator[Event, object, None]:
+        """Scroll a list: every frame lays out the visible rows and binds the rows that
+        scrolled into view by then (inflating view holders until the pool is warm);
+        their images go to the workers; a cursor-backed list reads from storage on the
+        main thread (``row_io_pages``)."""
+        c, spec, env = self.costs, self.spec, self.phone.env
+        period = self.display.period_ns
+        start, span = env.now, max(1.0, step.duration_ms * 1e6)
+        relayout = self._relayout_nodes(step)
+        pool = len(self._items) + 2  # view holders RecyclerView keeps (visible + cache)
+        decode = spec.image_mpx * c.decode_cycles_per_mpixel
+        shown = 0
+        io_due = 0.0
+        while env.now < until:
+            # Rows in view by the coming V-Sync: the position follows a decelerating
+            # fling (ease-out, 1 − (1 − t)²: the initial speed is twice the mean, as an
+            # OverScroller fling slows down under friction).
+            t = min(1.0, (env.now + period - start) / span)
+            target = min(step.items, int(step.items * (1.0 - (1.0 - t) ** 2)))
+            new, shown = target - shown, target
+            main = (
+                c.frame_base_cycles + step.main_mcycles * 1e6 + relayout * c.layout_cycles_per_node
+            )
+            for _ in range(new):
+                if self._inflated_items < pool:
+                    self._inflated_items += 1
+                    main += self.item_nodes * c.inflate_cycles_per_node
+                main += self.item_nodes * c.bind_cycles_per_node
+                if decode > 0:
+                    self._workers.submit(spec.image_io_pages, decode, spec.image_mpx)
+            io_due += new * spec.row_io_pages
+            pages = int(io_due)
+            io_due -= pages
+            yield from self._frame(_FrameWork("fling", main, self._draw(step), pages))
+
+    def _open(self, step: StepSpec) -> Generator[Event, object, None]:
+        """A new screen (or back to the previous one): one heavy frame — the app's data
+        loads (Binder, storage on the main thread), views inflate, everything is laid
+        out — then the transition animation's frames (``relayout`` of the views each)."""
+        c, env = self.costs, self.phone.env
+        nodes = self.hierarchy.node_count
+        main = (
+            c.frame_base_cycles
+            + step.main_mcycles * 1e6
+            + step.inflate_nodes * c.inflate_cycles_per_node
+            + nodes * c.layout_cycles_per_node
+        )
+        draw = self._draw(step)
+        binder = step.binder_mcycles * 1e6
+        work = _FrameWork(step.action, main, draw, step.io_pages, step.binder_calls, binder)
+        yield from self._frame(work)
+        until = min(self.end_ns, env.now + round(step.anim_ms * 1e6))
+        relayout = self._relayout_nodes(step)
+        main = c.frame_base_cycles + relayout * c.layout_cycles_per_node
+        while env.now < until:
+            yield from self._frame(_FrameWork(step.action, main, draw))
+
+    def _steady(self, step: StepSpec, until: int) -> Generator[Event, object, None]:
+        """Media or a game: frames at ``fps``; a decoder thread decodes each media frame."""
+        c = self.costs
+        interval = max(1, round(1e9 / step.fps / self.display.period_ns))
+        relayout = self._relayout_nodes(step)
+        if step.decode_mcycles > 0:
+            self.phone.env.process(self._decoder(step, until), self.spec.key + ":decoder")
+        main = c.frame_base_cycles + step.main_mcycles * 1e6 + relayout * c.layout_cycles_per_node
+        while self.phone.env.now < until:
+            work = _FrameWork(step.action, main, self._draw(step), interval=interval)
+            yield from self._frame(work)
+
+    def _decoder(self, step: StepSpec, until: int) -> Generator[Event, object, None]:
+        env, cpu = self.phone.env, self.phone.cpu
+        # THREAD_PRIORITY_VIDEO (nice -10, android.os.Process), as media codec callbacks run
+        thread = cpu.thread("decoder", Fair(-10), process=self.spec.package)
+        gap = round(1e9 / (step.decode_fps or step.fps))
+        next_ns = env.now
+        while env.now < until:
+            yield cpu.run(thread, step.decode_mcycles * 1e6 * self._jitter())
+            next_ns += gap
+            if next_ns > env.now:
+                yield env.timeout(next_ns - env.now)
+            else:
+                next_ns = env.now  # behind: decode the next frame at once
+        cpu.exit(thread)
+
+    def _relayout_nodes(self, step: StepSpec) -> float:
+        """Views measured and laid out per frame: ``relayout`` × all views if given;
+        else a fling lays out the visible rows, a game none (its views are static), and
+        other animations a twentieth of the views (assumed: a transition or a progress
+        bar invalidates a small part of the tree)."""
+        if step.relayout is not None:
+            return step.relayout * self.hierarchy.node_count
+        if step.action == "fling" and self._items:
+            return float(len(self._items) * self.item_nodes)
+        if step.action == "game":
+            return 0.0
+        return 0.05 * self.hierarchy.node_count
+
+    def _draw(self, step: StepSpec) -> float:
+        c = self.costs
+        scene = step.scene_overdraw * self._screen_mpx * c.draw_cycles_per_mpixel
+        return self.draw_cycles + scene + step.render_mcycles * 1e6
+
+    def _frame(self, work: _FrameWork) -> Generator[Event, object, None]:
+        """One frame's main-thread part (see the module docstring)."""
+        env, cpu, main = self.phone.env, self.phone.cpu, self.main
+        period = self.display.period_ns
+        intended = self.display.next_vsync(self._request_ns)
+        if intended >= self.end_ns:
+            yield env.timeout(max(0, self.end_ns - env.now))
+            return
+        if intended > env.now:
+            yield env.timeout(intended - env.now)
+        start = env.now
+        # The animation asks for its next frame now (Choreographer's one-shot request).
+        self._request_ns = max(start, intended + (work.interval - 1) * period)
+        states = main.state_ns
+        running0, runnable0 = states[_RUNNING], states[_RUNNABLE] + states[_PREEMPTED]
+        io_ns = binder_ns = 0
+        if work.io_pages:
+            yield from self.phone.storage.read(main, work.io_pages)
+            io_ns = env.now - start
+        for _ in range(work.binder_calls):
+            t0 = env.now
+            yield from self.binder.call(main, work.binder_cycles)
+            binder_ns += env.now - t0
+        main_cycles = work.main_cycles * self._jitter()
+        yield cpu.run(main, main_cycles)
+        main_end = env.now
+        running = states[_RUNNING] - running0
+        runnable = states[_RUNNABLE] + states[_PREEMPTED] - runnable0
+        if self._render_busy:  # syncFrameState: the RenderThread must be done
+            self._render_idle = Event(env)
+            yield self._render_idle
+        # Bitmaps decoded since the last frame are uploaded as textures by this one.
+        upload = self._workers.take_decoded() * self.costs.upload_cycles_per_mpixel
+        draw_cycles = work.draw_cycles * self._jitter() + upload
+        self._pending = _MainStage(
+            work.action, intended, start, main_end, env.now - main_end, main_cycles,
+            draw_cycles, binder_ns, io_ns, running, runnable,
+        )  # fmt: skip
+        self._render_busy = True
+        wake = self._render_wake
+        if wake is not None:
+            self._render_wake = None
+            wake.succeed()
+
+    # -- RenderThread -------------------------------------------------------------------
+    def _render_loop(self) -> Generator[Event, object, None]:
+        env, cpu, render, surface = self.phone.env, self.phone.cpu, self.render, self.surface
+        states = render.state_ns
+        while True:
+            if self._pending is None:
+                self._render_wake = Event(env)
+                yield self._render_wake
+                continue
+            frame, self._pending = self._pending, None
+            t0 = env.now
+            sf_delay = 0
+            if not surface.try_dequeue():
+                value = yield surface.wait_dequeue()
+                sf_delay = value if isinstance(value, int) else 0
+            draw_start = env.now
+            running0, runnable0 = states[_RUNNING], states[_RUNNABLE] + states[_PREEMPTED]
+            yield cpu.run(render, frame.draw_cycles)
+            surface.queue()
+            self._records.append(
+                (
+                    self.spec.key, len(self._records), frame.action, frame.intended_ns,
+                    frame.start_ns, frame.end_ns, frame.sync_wait_ns, draw_start,
+                    draw_start - t0, env.now, frame.main_cycles, frame.draw_cycles,
+                    frame.binder_ns, frame.io_ns, frame.running_ns, frame.runnable_ns,
+                    states[_RUNNING] - running0,
+                    states[_RUNNABLE] + states[_PREEMPTED] - runnable0, sf_delay,
+                )
+            )  # fmt: skip
+            self._render_busy = False
+            idle = self._render_idle
+            if idle is not None:
+                self._render_idle = None
+                idle.succeed()
