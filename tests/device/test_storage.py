@@ -1,12 +1,22 @@
-"""The I/O path: mmcqd is a real-time thread that preempts fair ones; reads block."""
+"""The I/O path: mmcqd is a real-time thread that preempts fair ones; reads block; the
+flash behind the queue: GC time, discards, fsync's wait for earlier discards, file space."""
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Generator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mqoe.device.cpu import PreemptKind, ThreadState
+from mqoe.device.ftl import Ftl
 from mqoe.device.phone import Phone
-from mqoe.engine import ms, us
+from mqoe.device.storage import FLASH_TIMING, Storage, StorageFull, write_speed
+from mqoe.engine import Event, ms, seconds, us
 from tests.conftest import make_profile
 
 
@@ -53,3 +63,329 @@ def test_request_cpu_defaults_by_storage_type_and_a_profile_value_wins() -> None
     ufs = emmc.model_copy(update={"type": "ufs"})
     assert ufs.request_cycles == 50_000
     assert emmc.model_copy(update={"cycles_per_request": 7}).request_cycles == 7
+
+
+# -- flash: FTL behind the queue, discard, fsync, file space, benchmark -------------------
+
+
+MMCQD_NS = us(200)  # eMMC: 200k reference cycles of mmcqd CPU on a 1 GHz core
+
+
+def fast_phone(cores: int = 2) -> Phone:
+    return Phone(make_profile([(cores, 1000.0, 1.0)]), 1)
+
+
+def completion_time(phone: Phone, event: Event) -> list[int]:
+    """A list that receives the time ``event`` fires."""
+    out: list[int] = []
+    assert event.callbacks is not None
+    event.callbacks.append(lambda _: out.append(phone.env.now))
+    return out
+
+
+def test_a_write_on_a_fresh_flash_costs_exactly_the_base_formula() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    lpns = storage.allocate(16 * storage.scale)
+    done = completion_time(phone, storage.submit(16, write=True, lpns=lpns))
+    phone.run(ms(10))
+    spec = phone.profile.storage
+    assert done == [MMCQD_NS + us(spec.write_us + 15 * spec.page_us)]
+    assert storage.ftl.host_pages_written == 16 and storage.ftl.gc_copies == 0
+    assert storage.writes == 1 and storage.pages_written == 16
+
+
+def test_a_write_that_makes_the_ftl_collect_pays_for_its_copies_and_erases() -> None:
+    phone = fast_phone()
+    ftl = Ftl(capacity_pages=32, pages_per_block=4, over_provisioning=0.5)
+    spec = phone.profile.storage.model_copy(update={"capacity_gb": 1})
+    storage = Storage(phone.env, phone.cpu, spec, ftl=ftl)
+    assert storage.scale == 262144 // 32
+    ftl.write(np.arange(16))
+    ftl.write([0, 1, 2, 4, 5, 9, 12, 13])  # the GC case of test_ftl: next write copies 3, erases 2
+    done = completion_time(phone, storage.submit(1, write=True, lpns=[6]))
+    phone.run(seconds(100))
+    timing = FLASH_TIMING["emmc"]
+    # On a scaled model the write pays the collector's rate per page: GC work per free
+    # page reclaimed (2 blocks erased − 3 pages copied), for its 1 model page.
+    work_us = 3 * timing.gc_copy_us + 2 * timing.erase_us
+    gc_us = storage.scale * 1 * work_us / (2 * 4 - 3)
+    assert done == [MMCQD_NS + us(spec.write_us) + us(gc_us)]
+    full = Storage(phone.env, phone.cpu, spec, ftl=Ftl(capacity_pages=262144))
+    assert full.scale == 1 and full.gc_ns(ftl.write([6])) == 0
+
+
+def test_over_many_writes_a_scaled_model_charges_the_gc_it_did() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    storage.age(0.85, np.random.default_rng(1))
+    mapped = np.flatnonzero(storage.ftl.l2p >= 0)
+    picks = np.random.default_rng(2).choice(mapped, 4000)
+    writer = phone.cpu.thread("writer")
+    ended: list[int] = []
+
+    def proc() -> Generator[Event, object, None]:
+        for lpn in picks:  # one model page = 8 real ones per request
+            yield from storage.write(writer, storage.scale, [lpn])
+        ended.append(phone.env.now)
+
+    phone.env.process(proc())
+    phone.run(seconds(600))
+    spec, timing, ftl = phone.profile.storage, FLASH_TIMING["emmc"], storage.ftl
+    base_ns = len(picks) * (MMCQD_NS + us(spec.write_us + 7 * spec.page_us))
+    charged_us = (ended[0] - base_ns) / 1000
+    done_us = storage.scale * (ftl.gc_copies * timing.gc_copy_us + ftl.erases * timing.erase_us)
+    assert ftl.erases > 30
+    assert charged_us == pytest.approx(done_us, rel=0.1)
+
+
+def test_a_discard_is_queued_without_waiting_and_unmaps_its_pages() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    lpns = storage.preload(4096 * storage.scale)
+    assert storage.ftl.mapped_pages == 4096
+    storage.release(lpns, discard=False)
+    done = completion_time(phone, storage.discard(lpns))
+    assert storage.discards_pending == 1 and done == []  # the caller goes on
+    phone.run(seconds(2))
+    timing = FLASH_TIMING["emmc"]
+    pages = 4096 * storage.scale
+    assert done == [MMCQD_NS + us(timing.discard_us + pages * timing.discard_page_us)]
+    assert storage.ftl.mapped_pages == 0 and storage.discards_pending == 0
+    assert storage.discards == 1 and storage.pages_discarded == pages
+
+
+def big_discard(storage: Storage, model_pages: int) -> Event:
+    lpns = storage.preload(model_pages * storage.scale)
+    done = storage.release(lpns, discard=True)
+    assert done is not None
+    return done
+
+
+def test_fsync_waits_for_earlier_discards_in_d_state() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    discarded = completion_time(phone, big_discard(storage, 8192))
+    app = phone.cpu.thread("app-main")
+    waits: list[tuple[str, str | None]] = []
+    storage.wait_listener = lambda t, what: waits.append((t.name, what))
+    ended: list[int] = []
+
+    def app_proc() -> Generator[Event, object, None]:
+        yield phone.env.timeout(ms(1))
+        yield from storage.fsync(app, 4, storage.allocate(4 * storage.scale))
+        ended.append(phone.env.now)
+
+    phone.env.process(app_proc())
+    phone.run(ms(500))
+    assert app.state == ThreadState.BLOCKED_IO and ended == []
+    phone.run(seconds(5))
+    assert ended and ended[0] >= discarded[0] > ms(500)
+    # The write was queued behind the discard (FIFO): it ran right after it.
+    spec = phone.profile.storage
+    assert ended == [discarded[0] + MMCQD_NS + us(spec.write_us + 3 * spec.page_us)]
+    assert app.state == ThreadState.SLEEPING
+    assert waits == [("app-main", "fsync"), ("app-main", None)]
+    assert storage.fsyncs == 1
+
+
+def test_an_fsync_is_not_delayed_by_discards_queued_after_it() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    app = phone.cpu.thread("app-main")
+    ended: list[int] = []
+    later: list[Event] = []
+
+    def app_proc() -> Generator[Event, object, None]:
+        yield from storage.fsync(app, 4, storage.allocate(4 * storage.scale))
+        ended.append(phone.env.now)
+
+    def deleter() -> Generator[Event, object, None]:
+        yield phone.env.timeout(1)
+        later.append(big_discard(storage, 8192))
+
+    phone.env.process(app_proc())
+    phone.env.process(deleter())
+    phone.run(seconds(5))
+    spec = phone.profile.storage
+    assert ended == [MMCQD_NS + us(spec.write_us + 3 * spec.page_us)]
+    assert later[0].processed
+
+
+def test_fsync_of_nothing_still_waits_for_the_barrier() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    discarded = completion_time(phone, big_discard(storage, 1024))
+    app = phone.cpu.thread("app")
+    ended: list[int] = []
+
+    def app_proc() -> Generator[Event, object, None]:
+        yield from storage.fsync(app)
+        ended.append(phone.env.now)
+
+    phone.env.process(app_proc())
+    phone.run(seconds(2))
+    assert ended == discarded and storage.writes == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 20_000),  # µs after the previous operation
+            st.sampled_from(["discard", "fsync", "read"]),
+            st.integers(1, 64),  # model pages (discard) or real pages (fsync, read)
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_no_fsync_returns_before_the_discards_queued_before_it(
+    ops: list[tuple[int, str, int]],
+) -> None:
+    phone = fast_phone(cores=4)
+    storage = phone.storage
+    discards: list[tuple[int, list[int]]] = []  # (queued at, [completion time])
+    fsyncs: list[tuple[int, list[int]]] = []
+    threads = [phone.cpu.thread(f"t{i}") for i in range(len(ops))]
+
+    def fsync_proc(i: int, pages: int) -> Generator[Event, object, None]:
+        start = phone.env.now
+        record: list[int] = []
+        fsyncs.append((start, record))
+        yield from storage.fsync(threads[i], pages, storage.allocate(pages * storage.scale))
+        record.append(phone.env.now)
+
+    def driver() -> Generator[Event, object, None]:
+        for i, (gap_us, kind, pages) in enumerate(ops):
+            yield phone.env.timeout(us(gap_us))
+            if kind == "discard":
+                done = completion_time(phone, big_discard(storage, pages))
+                discards.append((phone.env.now, done))
+            elif kind == "fsync":
+                phone.env.process(fsync_proc(i, pages))
+            else:
+                phone.env.process(storage.read(threads[i], pages))
+
+    phone.env.process(driver())
+    phone.run(seconds(60))
+    for start, end in fsyncs:
+        assert end, "every fsync finished"
+        for queued, done in discards:
+            if queued <= start:
+                assert done and done[0] <= end[0]
+
+
+def test_the_file_space_allocates_in_order_and_carries_partial_model_pages() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    assert storage.scale == 8  # an 8 GB phone on a 1 GiB model
+    assert storage.allocate(20).tolist() == [0, 1]  # 20 real pages = 2.5 model pages
+    assert storage.allocate(4).tolist() == [2]  # 4 + the carried 4
+    first = storage.allocate(16)
+    storage.release(first, discard=False)
+    assert storage.untrimmed_pages == 2
+    assert storage.allocate(16).tolist() == first.tolist()  # freed pages are reused first
+    assert storage.untrimmed_pages == 0
+    with pytest.raises(ValueError, match="not allocated"):
+        storage.release([100], discard=False)
+    with pytest.raises(StorageFull):
+        storage.allocate(storage.free_pages + storage.scale)
+
+
+def test_fitrim_discards_only_untrimmed_free_pages_of_its_range_once() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    lpns = storage.preload(100 * storage.scale)
+    storage.release(lpns[10:20], discard=False)
+    storage.release(lpns[60:70], discard=False)
+    seen: list[list[int]] = []
+    original = storage.discard
+
+    def spy(pages: object, count: int | None = None) -> Event:
+        seen.append(np.asarray(pages).tolist())
+        return original(pages, count)  # type: ignore[arg-type]
+
+    storage.discard = spy  # type: ignore[method-assign]
+    assert storage.fitrim(0, 50) is not None
+    assert storage.fitrim(0, 50) is None  # nothing freed there since
+    assert storage.fitrim(50, 50) is not None
+    assert seen == [list(range(10, 20)), list(range(60, 70))]
+    everything = storage.fitrim(0, 200, all_free=True)  # an fstrim that remembers nothing
+    assert everything is not None
+    assert seen[-1] == [*range(10, 20), *range(60, 70), *range(100, 200)]
+
+
+def test_write_speed_on_a_fresh_device_is_the_profiles_sequential_rate() -> None:
+    spec = make_profile([(1, 1000.0, 1.0)]).storage
+    ftl = Ftl(capacity_pages=1 << 16)
+    mb_s = write_speed(ftl, spec, "sequential", np.random.default_rng(0), total_mb=32)
+    # 512 KB requests: write_us + 127 × page_us each, no GC on fresh flash.
+    assert mb_s == pytest.approx(0.5 / ((spec.write_us + 127 * spec.page_us) * 1e-6))
+    assert ftl.gc_copies == 0
+
+
+def test_aging_slows_writes_and_random_is_slower_than_sequential() -> None:
+    spec = make_profile([(1, 1000.0, 1.0)]).storage
+    fresh, aged = Ftl(capacity_pages=1 << 16), Ftl(capacity_pages=1 << 16)
+    aged.fill(0.85, np.random.default_rng(1))
+    speeds = {}
+    for name, ftl in (("fresh", fresh), ("aged", aged)):
+        for pattern in ("random", "sequential"):
+            rng = np.random.default_rng(2)
+            speeds[name, pattern] = write_speed(ftl.copy(), spec, pattern, rng, total_mb=16)
+    assert speeds["aged", "sequential"] < 0.7 * speeds["fresh", "sequential"]
+    assert speeds["aged", "random"] < speeds["fresh", "random"]
+    assert speeds["aged", "random"] < speeds["aged", "sequential"]
+
+
+def test_the_storage_benchmark_leaves_the_device_unchanged() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    storage.age(0.7, np.random.default_rng(3))
+    before = storage.ftl.l2p.copy()
+    first = storage.write_speed("random", np.random.default_rng(4))
+    assert np.array_equal(storage.ftl.l2p, before)
+    assert storage.write_speed("random", np.random.default_rng(4)) == first
+
+
+def test_64_mb_of_random_writes_on_an_aged_full_size_model_is_fast() -> None:
+    spec = make_profile([(1, 1000.0, 1.0)]).storage
+    ftl = Ftl()  # 1 GiB of 4 KB pages, scale 1
+    ftl.fill(0.85, np.random.default_rng(1))
+    start = time.perf_counter()
+    mb_s = write_speed(ftl, spec, "random", np.random.default_rng(2), total_mb=64)
+    elapsed = time.perf_counter() - start
+    assert 0 < mb_s < 4 / (spec.write_us * 1e-6) / 1024  # below the no-GC 4 KB rate
+    assert elapsed < 1.0
+
+
+def test_a_scaled_model_measures_what_the_full_size_device_does() -> None:
+    spec = make_profile([(1, 1000.0, 1.0)]).storage.model_copy(update={"capacity_gb": 1})
+    full, sample = Ftl(capacity_pages=1 << 18), Ftl(capacity_pages=1 << 15)  # scale 8
+    for ftl in (full, sample):
+        ftl.fill(0.85, np.random.default_rng(1))
+    for pattern in ("random", "sequential"):
+        exact = write_speed(full.copy(), spec, pattern, np.random.default_rng(2))
+        scaled = write_speed(sample.copy(), spec, pattern, np.random.default_rng(2), scale=8)
+        assert scaled == pytest.approx(exact, rel=0.15)
+    storage = Storage(fast_phone().env, fast_phone().cpu, spec, ftl=sample)
+    assert storage.scale == 8
+
+
+def test_a_small_benchmark_on_a_scaled_model_does_not_depend_on_the_gc_phase() -> None:
+    # 64 MB at scale 128 is half a model block: whether it holds a block switch (and
+    # so a lump of GC) depends on where the write frontier stands; the result must not.
+    spec = make_profile([(1, 1000.0, 1.0)]).storage.model_copy(update={"capacity_gb": 128})
+    ftl = Ftl()
+    ftl.fill(0.85, np.random.default_rng(1))
+    rng = np.random.default_rng(2)
+    speeds = []
+    for extra in (0, 60, 120, 180, 240):
+        moved = ftl.copy()
+        mapped = np.flatnonzero(moved.l2p >= 0)
+        moved.write(mapped[rng.integers(0, len(mapped), extra)])
+        speeds.append(write_speed(moved, spec, "sequential", rng, scale=128))
+    assert max(speeds) < 1.05 * min(speeds)
+    fresh = write_speed(Ftl(), spec, "sequential", rng, scale=128)
+    assert max(speeds) < 0.5 * fresh

@@ -1,0 +1,311 @@
+"""The flash translation layer (FTL): page-mapped NAND flash with greedy garbage collection.
+
+Flash programs pages but erases whole blocks (spec 04: 128–256 pages per block), and a
+programmed page cannot be rewritten in place. So the FTL writes append-only into one
+open block (the *write frontier*) and keeps a logical→physical page map; overwriting a
+logical page only marks its old physical copy invalid. When free blocks fall to a
+low-water mark, garbage collection picks the closed block with the fewest valid pages
+(greedy), copies its valid pages to the frontier and erases it. Each copy is a page
+program the host did not ask for: **write amplification**, WA = flash pages programmed
+/ host pages written (≥ 1). It grows with how full the flash is and with how scattered
+the invalid pages are. A discard (TRIM) tells the FTL that the file system no longer
+uses some logical pages: they become invalid at once, so GC does not copy them.
+
+Over-provisioning: the host sees ``logical_pages`` = (1 − over_provisioning) × the
+physical pages; the spare blocks (7% by default, the GB-vs-GiB gap of consumer flash)
+guarantee that GC always finds a block with an invalid page.
+
+Pages here are 4 KB units (the file system's block). A model FTL can stand for a larger
+device: :class:`mqoe.device.storage.Storage` maps a phone's flash onto a model of
+``capacity_pages`` (a uniform sample of its logical pages, one model page per
+``scale`` real ones) and multiplies the GC work by ``scale``; WA depends on utilisation,
+block size and fragmentation, not on the number of blocks, so the sample behaves like
+the whole device.
+
+Pure model: no engine, no time. Every write is processed in segments that fit the open
+block, invalidating a segment's old copies just before programming it; since GC only
+runs when a new block is opened, this is exactly the page-by-page semantics, vectorised.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+PAGE_BYTES = 4096
+DEFAULT_CAPACITY_PAGES = 1 << 18  # 1 GiB of 4 KB pages: a sample of the phone's flash
+DEFAULT_PAGES_PER_BLOCK = 256  # spec 04: 128–256 pages per erase block
+DEFAULT_OVER_PROVISIONING = 0.07  # assumed: 7% spare (GB sold vs GiB of NAND)
+
+LpnArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class FlashCost:
+    """What one host write or GC pass cost the flash (pages of 4 KB, blocks erased)."""
+
+    programmed_pages: int  # host pages + GC copies
+    gc_copies: int  # valid pages GC moved (each a page read + program)
+    erases: int
+
+
+class Ftl:
+    """A page-mapped FTL over ``capacity_pages`` physical 4 KB pages.
+
+    Public read-only state: ``l2p`` (logical → physical page, −1 unmapped), ``p2l``
+    (physical → logical page, −1 if the page is free or invalid), ``valid`` and
+    ``written`` per block (valid pages; programmed pages = the block's write pointer),
+    ``erase_counts`` per block. Counters: ``host_pages_written``, ``programmed_pages``,
+    ``gc_copies``, ``erases``, ``discarded_pages``.
+    """
+
+    def __init__(
+        self,
+        capacity_pages: int = DEFAULT_CAPACITY_PAGES,
+        pages_per_block: int = DEFAULT_PAGES_PER_BLOCK,
+        over_provisioning: float = DEFAULT_OVER_PROVISIONING,
+        gc_low_blocks: int | None = None,
+    ) -> None:
+        if pages_per_block < 2:
+            raise ValueError(f"pages_per_block must be at least 2, got {pages_per_block}")
+        if not 0.0 < over_provisioning < 1.0:
+            raise ValueError(f"over_provisioning must be in (0, 1), got {over_provisioning}")
+        blocks = capacity_pages // pages_per_block
+        # GC starts when free blocks fall to this many (assumed: ~1.5% of the blocks,
+        # at least 2 so GC's own copies always find a block to go to).
+        low = max(2, blocks // 64) if gc_low_blocks is None else gc_low_blocks
+        if low < 2:
+            raise ValueError(f"gc_low_blocks must be at least 2, got {low}")
+        physical = blocks * pages_per_block
+        logical = int(physical * (1.0 - over_provisioning))
+        # Greedy GC makes progress only if the closed blocks cannot all be fully valid.
+        if logical < 1 or logical > (blocks - low - 2) * pages_per_block:
+            raise ValueError(
+                f"{blocks} blocks with {low} reserved for GC leave no room for "
+                f"{over_provisioning:.0%} over-provisioning; use more capacity or spare"
+            )
+        self.pages_per_block = pages_per_block
+        self.blocks = blocks
+        self.physical_pages = physical
+        self.logical_pages = logical
+        self.gc_low_blocks = low
+        self.l2p = np.full(logical, -1, dtype=np.int32)
+        self.p2l = np.full(physical, -1, dtype=np.int32)
+        self.valid = np.zeros(blocks, dtype=np.int32)
+        self.written = np.zeros(blocks, dtype=np.int32)
+        self.erase_counts = np.zeros(blocks, dtype=np.int32)
+        self._free: deque[int] = deque(range(1, blocks))  # erased blocks, oldest first
+        self._open = 0
+        self.host_pages_written = 0
+        self.programmed_pages = 0
+        self.gc_copies = 0
+        self.erases = 0
+        self.discarded_pages = 0
+
+    # -- the host interface -------------------------------------------------------------
+    def write(self, lpns: npt.ArrayLike) -> FlashCost:
+        """Write logical pages in order; returns what it cost the flash (incl. GC)."""
+        pages = self._lpns(lpns)
+        before = (self.programmed_pages, self.gc_copies, self.erases)
+        ppb = self.pages_per_block
+        i, n = 0, len(pages)
+        while i < n:
+            self._ensure_room(collect=True)
+            k = min(ppb - int(self.written[self._open]), n - i)
+            self._program_host(pages[i : i + k])
+            i += k
+        self.host_pages_written += n
+        return FlashCost(
+            self.programmed_pages - before[0], self.gc_copies - before[1], self.erases - before[2]
+        )
+
+    def discard(self, lpns: npt.ArrayLike) -> int:
+        """TRIM: the logical pages hold nothing any more; returns the pages invalidated."""
+        pages = np.unique(self._lpns(lpns))
+        old = self.l2p[pages]
+        mapped = old >= 0
+        old = old[mapped]
+        self._invalidate(old)
+        self.l2p[pages[mapped]] = -1
+        self.discarded_pages += len(old)
+        return len(old)
+
+    def fill(
+        self,
+        fraction: float,
+        rng: np.random.Generator,
+        fragmented: bool = True,
+        drive_writes: float = 2.0,
+    ) -> None:
+        """Age a fresh device: ``fraction`` of the logical pages end up holding data.
+
+        Not fragmented: the data was written once, in order (full blocks, free ones
+        behind). Fragmented — a phone after months of use without discards: the data is a
+        random subset of the logical space, then random overwrites of it until the flash
+        has been written ``drive_writes`` times over (assumed default 2: enough for
+        greedy GC to reach its steady state), scattering invalid pages over the blocks.
+        The counters are reset afterwards, so they describe what happens after aging.
+        """
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+        if self.written.any() or self.erase_counts.any():
+            raise ValueError("fill ages a fresh FTL; this one has been written already")
+        n = round(fraction * self.logical_pages)
+        if not fragmented:
+            self.write(np.arange(n, dtype=np.int64))
+        elif n:
+            data = rng.permutation(self.logical_pages)[:n].astype(np.int64)
+            self.write(data)
+            overwrites = max(0, round(drive_writes * self.physical_pages) - n)
+            self.write(data[rng.integers(0, n, overwrites)])
+        self.reset_counters()
+
+    def copy(self) -> Ftl:
+        """An independent copy (to benchmark a device without changing it)."""
+        return copy.deepcopy(self)
+
+    def reset_counters(self) -> None:
+        self.host_pages_written = 0
+        self.programmed_pages = 0
+        self.gc_copies = 0
+        self.erases = 0
+        self.discarded_pages = 0
+
+    # -- derived state ------------------------------------------------------------------
+    @property
+    def write_amplification(self) -> float:
+        """Flash pages programmed per host page written since the last reset (1 if none)."""
+        if not self.host_pages_written:
+            return 1.0
+        return self.programmed_pages / self.host_pages_written
+
+    @property
+    def valid_pages(self) -> int:
+        return int(self.valid.sum())
+
+    @property
+    def invalid_pages(self) -> int:
+        return int(self.written.sum()) - self.valid_pages
+
+    @property
+    def free_pages(self) -> int:
+        """Erased pages (free blocks and the open block's unwritten tail)."""
+        return self.physical_pages - int(self.written.sum())
+
+    @property
+    def free_blocks(self) -> int:
+        return len(self._free)
+
+    @property
+    def mapped_pages(self) -> int:
+        return int(np.count_nonzero(self.l2p >= 0))
+
+    def check(self) -> None:
+        """Raise RuntimeError if the maps and counts disagree (for tests and debugging)."""
+        ppb = self.pages_per_block
+        page = np.arange(self.physical_pages)
+        block = page // ppb
+        programmed = (page % ppb) < self.written[block]
+        valid = self.p2l >= 0
+        problems = []
+        if np.any(valid & ~programmed):
+            problems.append("a valid page lies beyond its block's write pointer")
+        if not np.array_equal(np.bincount(block[valid], minlength=self.blocks), self.valid):
+            problems.append("per-block valid counts disagree with the reverse map")
+        mapped = np.flatnonzero(self.l2p >= 0)
+        if not np.array_equal(self.p2l[self.l2p[mapped]], mapped):
+            problems.append("a mapped logical page does not own its physical page")
+        if len(mapped) != int(valid.sum()):
+            problems.append("valid physical pages are not exactly the mapped logical ones")
+        free = np.fromiter(self._free, dtype=np.int64, count=len(self._free))
+        if len(set(self._free)) != len(free) or self._open in self._free:
+            problems.append("the free-block list repeats a block or holds the open one")
+        if np.any(self.written[free] != 0):
+            problems.append("a free block has programmed pages")
+        if problems:
+            raise RuntimeError("; ".join(problems))
+
+    # -- internals ----------------------------------------------------------------------
+    def _lpns(self, lpns: npt.ArrayLike) -> LpnArray:
+        pages = np.asarray(lpns, dtype=np.int64).reshape(-1)
+        if len(pages) and (pages.min() < 0 or pages.max() >= self.logical_pages):
+            raise ValueError(f"logical pages must be in [0, {self.logical_pages})")
+        return pages
+
+    def _invalidate(self, ppns: npt.NDArray[np.int32]) -> None:
+        """Old copies become invalid (``ppns`` distinct and currently valid)."""
+        if len(ppns):
+            self.p2l[ppns] = -1
+            np.subtract.at(self.valid, ppns // self.pages_per_block, 1)
+
+    def _program_host(self, seg: LpnArray) -> None:
+        """Program a segment that fits the open block; a page written twice in it leaves
+        its first copy invalid, as writing page by page would."""
+        k = len(seg)
+        last: npt.NDArray[np.bool_] | None = None
+        if k > 1:
+            _, first_rev = np.unique(seg[::-1], return_index=True)
+            if len(first_rev) < k:
+                last = np.zeros(k, dtype=np.bool_)
+                last[k - 1 - first_rev] = True
+        live = seg if last is None else seg[last]
+        old = self.l2p[live]
+        self._invalidate(old[old >= 0])
+        base = self._open * self.pages_per_block + int(self.written[self._open])
+        ppns = np.arange(base, base + k, dtype=np.int32)
+        self.p2l[ppns] = seg
+        if last is not None:
+            self.p2l[ppns[~last]] = -1
+            ppns = ppns[last]
+        self.l2p[live] = ppns
+        self.valid[self._open] += len(live)
+        self.written[self._open] += k
+        self.programmed_pages += k
+
+    def _ensure_room(self, collect: bool) -> None:
+        """Make the open block writable: GC first if free blocks are at the low-water
+        mark (host writes only; GC's own copies just take the next free block)."""
+        if self.written[self._open] < self.pages_per_block:
+            return
+        if collect:
+            while len(self._free) <= self.gc_low_blocks:
+                self._collect()
+            if self.written[self._open] < self.pages_per_block:
+                return  # GC left room in a block it opened
+        self._open = self._free.popleft()
+
+    def _collect(self) -> None:
+        """Greedy GC of one block: copy its valid pages to the frontier, erase it."""
+        ppb = self.pages_per_block
+        closed_valid = np.where(self.written == ppb, self.valid, ppb + 1)
+        closed_valid[self._open] = ppb + 1
+        victim = int(np.argmin(closed_valid))
+        if closed_valid[victim] >= ppb:
+            raise RuntimeError("FTL full: no block with an invalid page to reclaim")
+        span = slice(victim * ppb, (victim + 1) * ppb)
+        movers = self.p2l[span]
+        movers = movers[movers >= 0].astype(np.int64)
+        self.p2l[span] = -1
+        self.valid[victim] = 0
+        i, n = 0, len(movers)
+        while i < n:
+            self._ensure_room(collect=False)
+            room = ppb - int(self.written[self._open])
+            seg = movers[i : i + room]
+            base = self._open * ppb + int(self.written[self._open])
+            ppns = np.arange(base, base + len(seg), dtype=np.int32)
+            self.p2l[ppns] = seg
+            self.l2p[seg] = ppns
+            self.valid[self._open] += len(seg)
+            self.written[self._open] += len(seg)
+            i += len(seg)
+        self.programmed_pages += n
+        self.gc_copies += n
+        self.written[victim] = 0
+        self.erase_counts[victim] += 1
+        self.erases += 1
+        self._free.append(victim)
