@@ -173,3 +173,28 @@ def test_analyze_memlog_summarises_a_fleet(
     assert (out_dir / "comparison.csv").exists()
     code, _, err = _run(capsys, "analyze", "memlog", str(tmp_path / "missing"))
     assert code == 2 and "missing" in err
+
+
+def test_run_fleet_draws_its_own_phones_and_stores_the_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ("run", "fleet", "--set", "phones=60", "days=2", "--seed", "3", "--json")
+    code, out, _ = _run(capsys, *argv, "--out", str(tmp_path))
+    data = json.loads(out)
+    assert code == 0
+    assert data["scenario"] == "fleet" and data["seed"] == 3
+    assert data["params"]["phones"] == 60 and data["params"]["seed"] == 3
+    assert data["stored_tables"]["phones"] == 60
+    assert data["anr_per_phone"] >= 0
+    code, out, _ = _run(capsys, *argv, "--out", str(tmp_path))  # same inputs, same numbers
+    assert json.loads(out)["anr_per_phone"] == data["anr_per_phone"]
+    code, out, _ = _run(
+        capsys, "results", "query", "--results", str(tmp_path), "select scenario from runs"
+    )
+    assert code == 0 and "fleet" in out
+
+
+def test_run_fleet_refuses_a_profile(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "run", "fleet", "--profile", "mi-6", "--out", str(tmp_path))
+    assert code == 2
+    assert "draws its own phones" in err

@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one scenario and store its result")
     run.add_argument("scenario", nargs="?", help="scenario name (see --list)")
     run.add_argument("--list", action="store_true", help="list scenarios and their parameters")
-    run.add_argument("--profile", default="nokia-1", help="profile name or .toml path")
+    run.add_argument("--profile", default=None, help="profile name or .toml path (default nokia-1)")
     run.add_argument("--seed", default="0", help="run seed (non-negative integer)")
     run.add_argument(
         "--set",
@@ -179,22 +179,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from mqoe.results import ResultsStore, default_results_dir
     from mqoe.workloads import SCENARIOS
     from mqoe.workloads.base import parse_assignments
-    from mqoe.workloads.runner import run_scenario
+    from mqoe.workloads.population import POPULATIONS
+    from mqoe.workloads.runner import run_population, run_scenario
 
     if args.list or not args.scenario:
         if not args.list:
             raise UserError("mqoe run: name a scenario (mqoe run --list shows them)")
-        return _list_scenarios(SCENARIOS)
-    profile = load_profile(args.profile)
+        return _list_scenarios({**SCENARIOS, **POPULATIONS})
     seed = _parse_seed(args.seed)
     overrides = parse_assignments(args.assignments)
-    progress = LazyProgress(f"{args.scenario} on {profile.name}")
-    try:
-        record = run_scenario(
-            args.scenario, profile, seed, overrides, trace=args.trace, on_progress=progress
-        )
-    finally:
-        progress.close()
+    if args.scenario in POPULATIONS:
+        if args.profile is not None or args.trace:
+            raise UserError(
+                f"mqoe run {args.scenario}: it draws its own phones; "
+                "--profile and --trace do not apply"
+            )
+        progress = LazyProgress(f"{args.scenario}")
+        try:
+            record = run_population(args.scenario, seed, overrides)
+        finally:
+            progress.close()
+    else:
+        profile = load_profile(args.profile or "nokia-1")
+        progress = LazyProgress(f"{args.scenario} on {profile.name}")
+        try:
+            record = run_scenario(
+                args.scenario, profile, seed, overrides, trace=args.trace, on_progress=progress
+            )
+        finally:
+            progress.close()
     store = ResultsStore(args.out if args.out is not None else default_results_dir())
     store.write(record)
     summary = {
@@ -209,8 +222,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "tables": {
             name: json.loads(frame.to_json(orient="records"))
             for name, frame in record.tables.items()
-            if name != "frames"
+            if name != "frames" and len(frame) <= _SHOWN_ROWS
         },
+        "stored_tables": {name: len(frame) for name, frame in record.tables.items()},
         "results_dir": str(store.root),
     }
     if args.json:
@@ -218,6 +232,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     _print_run(record, store.root)
     return 0
+
+
+_SHOWN_ROWS = 40  # tables up to this size are printed; larger ones only stored
 
 
 def _list_scenarios(scenarios: dict[str, Any]) -> int:
@@ -243,6 +260,9 @@ def _print_run(record: Any, root: Path) -> None:
     out.print(metrics)
     for name, frame in record.tables.items():
         if name == "frames" or frame.empty:
+            continue
+        if len(frame) > _SHOWN_ROWS:
+            out.print(f"{name}: {len(frame)} rows (stored; query them with mqoe results query)")
             continue
         table = Table(title=name, title_justify="left")
         shown = [c for c in frame.columns if not c.endswith("_ns")]

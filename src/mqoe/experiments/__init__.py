@@ -22,13 +22,14 @@ class Experiment(Protocol):
 
 
 def _registry() -> dict[str, Experiment]:
+    from mqoe.experiments.aging_glitching import AgingGlitching
     from mqoe.experiments.coal_not_diamonds import CoalNotDiamonds
     from mqoe.experiments.downward_spiral import DownwardSpiral
     from mqoe.experiments.gpu_buffers import GpuBuffers
 
     return {
         experiment.name: experiment
-        for experiment in (DownwardSpiral(), CoalNotDiamonds(), GpuBuffers())
+        for experiment in (DownwardSpiral(), CoalNotDiamonds(), GpuBuffers(), AgingGlitching())
     }
 
 

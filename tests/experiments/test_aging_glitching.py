@@ -1,0 +1,64 @@
+"""The aging-glitching reproduction on a handful of real runs (the full one is `make demo`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from mqoe.experiments import EXPERIMENTS
+from mqoe.experiments.aging_glitching import (
+    LOW_END,
+    RUIR_APPS,
+    RUIR_MODEL,
+    AgingGlitching,
+    Results,
+    UiCell,
+    _run_ui,
+    ui_cells,
+)
+from mqoe.workloads.runner import run_population
+
+
+def small_results(quick: bool) -> Results:
+    cells = [
+        UiCell("srff", LOW_END[0], "gmail"),
+        UiCell("srff", "black-shark", "subway-surf"),
+        UiCell("ruir", RUIR_MODEL, RUIR_APPS[0], (("trim_ruir", "false"),)),
+        UiCell("ruir", RUIR_MODEL, RUIR_APPS[0], (("trim_ruir", "true"),)),
+        UiCell("sf-cpuset", LOW_END[0], "gmail", (("sf_cpuset", "big_when_little_saturated"),)),
+    ]
+    ui = [(c, _run_ui((c, True))) for c in cells]
+    fleet = {
+        wam: run_population("fleet", 1, {"phones": "80", "days": "3", "wam": wam})
+        for wam in ("realtime", "practical")
+    }
+    return Results(ui, fleet)
+
+
+def test_every_figure_lands_in_metrics_csv_with_its_condition_keys(tmp_path: Path) -> None:
+    path = AgingGlitching(runner=small_results).reproduce(tmp_path, quick=True)
+    metrics = pd.read_csv(path, keep_default_na=False)
+    figures = set(metrics["figure"])
+    assert {"srff-model", "srff-app", "ruir", "sf-cpuset", "anr-snr", "root-causes"} <= figures
+    anr = metrics[metrics["figure"] == "anr-snr"]
+    assert set(anr["condition"]) == {"policy=realtime", "policy=practical"}
+    assert set(anr["metric"]) == {
+        "anr_per_phone", "snr_per_phone", "phones_without_anr_pct", "wam_anr_share_pct",
+    }  # fmt: skip
+    ruir = metrics[metrics["figure"] == "ruir"]
+    assert set(ruir["condition"]) == {f"app={RUIR_APPS[0]};trim=before",
+                                      f"app={RUIR_APPS[0]};trim=after"}  # fmt: skip
+    models = set(metrics.loc[metrics["figure"] == "srff-model", "profile"])
+    assert models == {LOW_END[0], "black-shark"}
+    text = (tmp_path / "comparison.md").read_text()
+    assert "published" in text and "Fleet, practical WAM" in text
+    assert (tmp_path / "ruir.png").exists() and (tmp_path / "srff-model-app.svg").exists()
+
+
+def test_the_full_grid_covers_15_models_10_apps_and_the_low_end_cpuset() -> None:
+    cells = ui_cells()
+    srff = [c for c in cells if c.figure == "srff"]
+    assert len({c.model for c in srff}) == 15 and len({c.app for c in srff}) == 10
+    assert {c.model for c in cells if c.figure == "sf-cpuset"} == set(LOW_END)
+    assert "aging-glitching" in EXPERIMENTS
