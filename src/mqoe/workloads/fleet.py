@@ -191,9 +191,9 @@ class FleetConstants:
     # "ART garbage collection"): shorter blocking collections.
     gc_android8_scale: float = 0.5  # assumed
     # -- app defects (fitted to spec 04 §Population facts) ---------------------------------
-    buggy_app_share: float = 0.05  # share of apps with a main-thread hang bug
-    buggy_hangs_per_h: float = 0.12  # median rate of ≥ 5 s hangs per foreground hour …
-    buggy_hang_sigma: float = 1.5  # … lognormal across buggy apps (heavy-tailed)
+    buggy_app_share: float = 0.1  # share of apps with a main-thread hang bug
+    buggy_hangs_per_h: float = 0.055  # median rate of ≥ 5 s hangs per foreground hour …
+    buggy_hang_sigma: float = 1.2  # … lognormal across buggy apps (heavy-tailed)
     base_hangs_per_h: float = 0.001  # every other app
     hang_alpha: float = 1.2  # Pareto tail of hang times above 5 s
 
