@@ -26,16 +26,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mqoe.device.profiles import load_profile
-from mqoe.experiments.outputs import write_outputs
+from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.metrics.jank import SLOW_FRAME_NS
-from mqoe.results import MetricRow, atomic_write
+from mqoe.results import MetricRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_population, run_scenario
 
@@ -289,7 +288,7 @@ def plot(results: Results, out_dir: Path) -> None:
     axes[1].bar(per_app.index, per_app["ff_pct"], bottom=per_app["sr_pct"], label="FF")
     axes[1].tick_params(axis="x", rotation=60, labelsize=7)
     fig.tight_layout()
-    _save(fig, out_dir / "srff-model-app")
+    save_figure(fig, out_dir / "srff-model-app")
     plt.close(fig)
     slow = slow_frames(results)
     fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -300,7 +299,7 @@ def plot(results: Results, out_dir: Path) -> None:
     ax.set_xlabel("slow frame time (ms)")
     ax.set_ylabel("CDF")
     fig.tight_layout()
-    _save(fig, out_dir / "frame-time-cdf")
+    save_figure(fig, out_dir / "frame-time-cdf")
     plt.close(fig)
     ruir = table[table["figure"] == "ruir"]
     fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -311,17 +310,8 @@ def plot(results: Results, out_dir: Path) -> None:
     ax.set_ylabel("SR/FF (% of frames)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    _save(fig, out_dir / "ruir")
+    save_figure(fig, out_dir / "ruir")
     plt.close(fig)
-
-
-def _save(fig: Any, stem: Path) -> None:
-    for fmt in ("png", "svg"):
-
-        def write(tmp: Path, fmt: str = fmt) -> None:
-            fig.savefig(tmp, dpi=110, format=fmt)
-
-        atomic_write(stem.with_suffix(f".{fmt}"), write)
 
 
 class AgingGlitching:

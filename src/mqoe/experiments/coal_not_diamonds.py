@@ -45,7 +45,6 @@ feed a simulated value.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections import defaultdict
@@ -58,11 +57,10 @@ import numpy as np
 
 from mqoe.apps.video import GENRES, HOSTS
 from mqoe.device.profiles import load_profile
-from mqoe.experiments.outputs import write_outputs
+from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.results import (
     MetricRow,
-    atomic_write,
 )
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
@@ -968,20 +966,12 @@ def plot(results: Results, quick: bool, out_dir: Path) -> list[Path]:
     return paths
 
 
-def _savefig(fig: Any, fmt: str, tmp: Path) -> None:
-    fig.savefig(tmp, dpi=110, format=fmt)
-
-
 def _save(fig: Any, stem: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     if fig.get_layout_engine() is None:
         fig.tight_layout()
-    paths = []
-    for fmt in ("png", "svg"):
-        path = stem.with_suffix("." + fmt)
-        atomic_write(path, functools.partial(_savefig, fig, fmt))
-        paths.append(path)
+    paths = save_figure(fig, stem)
     plt.close(fig)
     return paths
 

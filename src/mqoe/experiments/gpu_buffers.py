@@ -22,15 +22,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mqoe.device.profiles import DeviceProfile, load_profile
-from mqoe.experiments.outputs import write_outputs
+from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
-from mqoe.results import MetricRow, atomic_write
+from mqoe.results import MetricRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
 
@@ -219,7 +218,7 @@ def plot(results: list[tuple[Cell, RunRecord]], table: pd.DataFrame, out_dir: Pa
         ax.set_title(metric, fontsize=10)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    _save(fig, out_dir / "gpu-summary")
+    save_figure(fig, out_dir / "gpu-summary")
     plt.close(fig)
     # Per-app resume / start time at 1.5 GB, pooled over seeds.
     launches = pd.concat(
@@ -238,7 +237,7 @@ def plot(results: list[tuple[Cell, RunRecord]], table: pd.DataFrame, out_dir: Pa
     axes[1].set_xticks(range(len(apps)), [a.split(".")[-1] for a in apps], rotation=60, fontsize=7)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    _save(fig, out_dir / "gpu-per-app")
+    save_figure(fig, out_dir / "gpu-per-app")
     plt.close(fig)
     # CDF of memory saved and cached apps over time (first seed).
     fig_cdf, axes_cdf = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -265,8 +264,8 @@ def plot(results: list[tuple[Cell, RunRecord]], table: pd.DataFrame, out_dir: Pa
     axes_t[0].legend(fontsize=8)
     fig_cdf.tight_layout()
     fig_t.tight_layout()
-    _save(fig_cdf, out_dir / "gpu-saved-cdf")
-    _save(fig_t, out_dir / "gpu-cached-over-time")
+    save_figure(fig_cdf, out_dir / "gpu-saved-cdf")
+    save_figure(fig_t, out_dir / "gpu-cached-over-time")
     plt.close(fig_cdf)
     plt.close(fig_t)
     # CPU breakdown.
@@ -284,17 +283,8 @@ def plot(results: list[tuple[Cell, RunRecord]], table: pd.DataFrame, out_dir: Pa
     ax.legend(fontsize=8)
     ax.tick_params(axis="x", rotation=30, labelsize=8)
     fig.tight_layout()
-    _save(fig, out_dir / "gpu-cpu")
+    save_figure(fig, out_dir / "gpu-cpu")
     plt.close(fig)
-
-
-def _save(fig: Any, stem: Path) -> None:
-    for fmt in ("png", "svg"):
-
-        def write(tmp: Path, fmt: str = fmt) -> None:
-            fig.savefig(tmp, dpi=110, format=fmt)
-
-        atomic_write(stem.with_suffix(f".{fmt}"), write)
 
 
 class GpuBuffers:

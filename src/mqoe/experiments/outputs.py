@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from mqoe.results import MetricRow, ResultsStore, atomic_write_text, write_metrics_csv
+from mqoe.results import (
+    MetricRow,
+    ResultsStore,
+    atomic_write,
+    atomic_write_text,
+    write_metrics_csv,
+)
 from mqoe.results.store import RunRecord
 
 
@@ -24,3 +32,17 @@ def write_outputs(
     path = write_metrics_csv(out_dir / "metrics.csv", rows)
     atomic_write_text(out_dir / markdown[0], markdown[1])
     return path
+
+
+def _savefig(fig: Any, fmt: str, tmp: Path) -> None:
+    fig.savefig(tmp, dpi=110, format=fmt)
+
+
+def save_figure(fig: Any, stem: Path) -> list[Path]:
+    """Write a matplotlib figure as ``stem.png`` and ``stem.svg``, each atomically."""
+    paths = []
+    for fmt in ("png", "svg"):
+        path = stem.with_suffix("." + fmt)
+        atomic_write(path, functools.partial(_savefig, fig, fmt))
+        paths.append(path)
+    return paths

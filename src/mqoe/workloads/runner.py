@@ -28,18 +28,22 @@ def run_id_for(
     scenario: str, profile: DeviceProfile, seed: int, params: Mapping[str, object]
 ) -> str:
     """A stable id from the inputs: the same inputs overwrite the same stored run."""
-    payload = json.dumps(
+    digest = _digest(
         {
             "scenario": scenario,
             "profile": profile.model_dump(mode="json"),
             "seed": seed,
             "params": params,
             "version": __version__,
-        },
-        sort_keys=True,
+        }
     )
-    digest = hashlib.sha256(payload.encode()).hexdigest()[:12]
     return f"{scenario}-{profile.name}-s{seed}-{digest}"
+
+
+def _digest(inputs: Mapping[str, object]) -> str:
+    """12 hex digits of the SHA-256 of the inputs as canonical JSON."""
+    payload = json.dumps(inputs, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
 def run_scenario(
@@ -100,11 +104,9 @@ def run_population(
     output = population.run(params, seed)
     wall_time_s = time.perf_counter() - wall_start
     stored_params = params_dict(params) | {"seed": seed}
-    payload = json.dumps(
-        {"scenario": name, "seed": seed, "params": stored_params, "version": __version__},
-        sort_keys=True,
+    digest = _digest(
+        {"scenario": name, "seed": seed, "params": stored_params, "version": __version__}
     )
-    digest = hashlib.sha256(payload.encode()).hexdigest()[:12]
     return RunRecord(
         run_id=f"{name}-s{seed}-{digest}",
         scenario=name,

@@ -480,8 +480,8 @@ def make_rule(spec: str) -> AbrRule:
 
 
 def _make_one(part: str, spec: str) -> AbrRule:
-    if part.strip().partition(":")[0].strip() not in ABR_RULES:
-        name = part.strip().partition(":")[0].strip()
+    name = part.strip().partition(":")[0].strip()
+    if name not in ABR_RULES:  # named with the whole spec, which may combine several rules
         available = ", ".join(sorted(ABR_RULES))
         raise UserError(f"unknown ABR rule {name!r} in {spec!r}; available: {available}")
     return make_component(part, ABR_RULES, "ABR rule")
