@@ -3,6 +3,7 @@ flash behind the queue: GC time, discards, fsync's wait for earlier discards, fi
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Generator
@@ -245,14 +246,16 @@ def test_no_fsync_returns_before_the_discards_queued_before_it(
 ) -> None:
     phone = fast_phone(cores=4)
     storage = phone.storage
-    discards: list[tuple[int, list[int]]] = []  # (queued at, [completion time])
+    # (order of queueing, [completion time]): events at the same ns are ordered by when
+    # they happened, not by their (equal) times.
+    discards: list[tuple[int, list[int]]] = []
     fsyncs: list[tuple[int, list[int]]] = []
+    order = itertools.count()
     threads = [phone.cpu.thread(f"t{i}") for i in range(len(ops))]
 
     def fsync_proc(i: int, pages: int) -> Generator[Event, object, None]:
-        start = phone.env.now
         record: list[int] = []
-        fsyncs.append((start, record))
+        fsyncs.append((next(order), record))
         yield from storage.fsync(threads[i], pages, storage.allocate(pages * storage.scale))
         record.append(phone.env.now)
 
@@ -261,7 +264,7 @@ def test_no_fsync_returns_before_the_discards_queued_before_it(
             yield phone.env.timeout(us(gap_us))
             if kind == "discard":
                 done = completion_time(phone, big_discard(storage, pages))
-                discards.append((phone.env.now, done))
+                discards.append((next(order), done))
             elif kind == "fsync":
                 phone.env.process(fsync_proc(i, pages))
             else:

@@ -13,7 +13,7 @@ from rich.table import Table
 
 # Piped output gets a wide fixed width so tables stay readable in logs and files.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # one-line errors stay one line
 
 
 class LazyProgress:
