@@ -28,8 +28,17 @@ EXIT_USER_ERROR = 2
 ANALYSERS = ("memlog", "gfxinfo", "layout", "systrace", "pcap", "anr", "examples")
 
 
+# Top-level commands that live in their own module mqoe.cli.cmd_NAME, with HELP,
+# add_arguments(parser) and run(args) -> exit code (heavy imports inside run()).
+PLUGIN_COMMANDS: tuple[str, ...] = ()
+
+
 def _analyser(name: str) -> ModuleType:
     return importlib.import_module(f"mqoe.cli.analyze_{name}")
+
+
+def _plugin(name: str) -> ModuleType:
+    return importlib.import_module(f"mqoe.cli.cmd_{name}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -105,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="run the benchmarks and print speed figures")
     bench.add_argument("--quick", action="store_true", help="shorter measurements")
+    for name in PLUGIN_COMMANDS:
+        module = _plugin(name)
+        module.add_arguments(sub.add_parser(name, help=module.HELP))
     return parser
 
 
@@ -354,6 +366,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if args.command in PLUGIN_COMMANDS:
+            result: int = _plugin(args.command).run(args)
+            return result
         return COMMANDS[args.command](args)
     except UserError as exc:
         err.print(f"mqoe: error: {exc}", markup=False)
