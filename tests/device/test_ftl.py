@@ -174,3 +174,36 @@ def test_aging_is_deterministic_for_a_seed() -> None:
     a.fill(0.8, np.random.default_rng(9))
     b.fill(0.8, np.random.default_rng(9))
     assert np.array_equal(a.l2p, b.l2p) and np.array_equal(a.valid, b.valid)
+
+
+def test_idle_gc_erases_only_closed_blocks_without_valid_pages() -> None:
+    ftl = tiny()
+    ftl.write(np.arange(12))  # blocks 0, 1, 2 full; block 3 open
+    ftl.discard(np.arange(4))  # block 0: nothing valid left
+    ftl.discard([4, 5])  # block 1: half valid
+    free_before, erases_before = ftl.free_blocks, ftl.erases
+    assert ftl.erase_invalid_blocks() == 1
+    assert ftl.free_blocks == free_before + 1 and ftl.erases == erases_before + 1
+    assert ftl.written[0] == 0 and ftl.written[1] == 4  # the half-valid block stays
+    assert ftl.gc_copies == 0
+    ftl.check()
+    assert page_states(ftl) == (6, 2, ftl.physical_pages - 8)
+    assert ftl.erase_invalid_blocks() == 0  # nothing more to do
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 15), st.integers(1, 6)), max_size=60))
+@settings(max_examples=60, deadline=None)
+def test_idle_gc_between_writes_and_discards_keeps_the_maps_consistent(
+    ops: list[tuple[bool, int, int]],
+) -> None:
+    ftl = tiny()
+    for write, start, length in ops:
+        lpns = np.arange(start, min(16, start + length))
+        if write:
+            ftl.write(lpns)
+        else:
+            ftl.discard(lpns)
+        ftl.erase_invalid_blocks()
+        ftl.check()
+        valid, invalid, free = page_states(ftl)
+        assert valid == ftl.mapped_pages and valid + invalid + free == ftl.physical_pages

@@ -288,12 +288,16 @@ def test_the_file_space_allocates_in_order_and_carries_partial_model_pages() -> 
     first = storage.allocate(16)
     storage.release(first, discard=False)
     assert storage.untrimmed_pages == 2
-    assert storage.allocate(16).tolist() == first.tolist()  # freed pages are reused first
-    assert storage.untrimmed_pages == 0
+    # Next-fit: freed pages are not reused until the allocator comes round to them.
+    assert storage.allocate(16).tolist() == [5, 6]
     with pytest.raises(ValueError, match="not allocated"):
         storage.release([100], discard=False)
+    rest = storage.allocate(storage.free_pages - 16)
+    assert rest[0] == 7 and rest[-1] == storage.ftl.logical_pages - 1
+    assert storage.allocate(16).tolist() == first.tolist()  # wrapped round to them
+    assert storage.untrimmed_pages == 0 and storage.free_pages == 0
     with pytest.raises(StorageFull):
-        storage.allocate(storage.free_pages + storage.scale)
+        storage.allocate(storage.scale)
 
 
 def test_fitrim_discards_only_untrimmed_free_pages_of_its_range_once() -> None:
@@ -392,3 +396,31 @@ def test_a_small_benchmark_on_a_scaled_model_does_not_depend_on_the_gc_phase() -
     assert max(speeds) < 1.05 * min(speeds)
     fresh = write_speed(Ftl(), spec, "sequential", rng, scale=128)
     assert max(speeds) < 0.5 * fresh
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 40)), max_size=40))
+@settings(max_examples=50, deadline=None)
+def test_next_fit_allocation_never_hands_out_a_page_twice(ops: list[tuple[bool, int]]) -> None:
+    storage = Storage(
+        fast_phone().env, fast_phone().cpu, make_profile([(1, 1000.0, 1.0)]).storage,
+        ftl=Ftl(capacity_pages=1 << 10, pages_per_block=16),
+    )  # fmt: skip
+    files: list[np.ndarray] = []
+    live: set[int] = set()
+    for allocate, size in ops:
+        if allocate:
+            if size * storage.scale > storage.free_pages:
+                with pytest.raises(StorageFull):
+                    storage.allocate(size * storage.scale)
+                continue
+            lpns = storage.allocate(size * storage.scale)
+            got = set(lpns.tolist())
+            assert len(got) == size and not got & live
+            live |= got
+            files.append(lpns)
+        elif files:
+            lpns = files.pop(0)
+            storage.release(lpns, discard=False)
+            live -= set(lpns.tolist())
+        total = storage.ftl.logical_pages
+        assert storage.free_pages == (total - len(live)) * storage.scale

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from mqoe.device.profiles import load_profile
 from mqoe.experiments import EXPERIMENTS
 from mqoe.experiments.aging_glitching import (
+    FLASH_MODEL,
     LOW_END,
     RUIR_APPS,
     RUIR_MODEL,
@@ -17,7 +19,8 @@ from mqoe.experiments.aging_glitching import (
     _run_ui,
     ui_cells,
 )
-from mqoe.workloads.runner import run_population
+from mqoe.results.comparison import read_comparison_csv
+from mqoe.workloads.runner import run_population, run_scenario
 
 
 def small_results(quick: bool) -> Results:
@@ -33,14 +36,29 @@ def small_results(quick: bool) -> Results:
         wam: run_population("fleet", 1, {"phones": "80", "days": "3", "wam": wam})
         for wam in ("realtime", "practical")
     }
-    return Results(ui, fleet)
+    flash = {
+        spec: run_scenario("flash-aging", load_profile(FLASH_MODEL), 1,
+                           {"wam": spec, "days": "2", "warmup_days": "0"})
+        for spec in ("realtime", "lazy", "practical", "practical:threshold_gb=0.5")
+    }  # fmt: skip
+    return Results(ui, fleet, flash)
 
 
 def test_every_figure_lands_in_metrics_csv_with_its_condition_keys(tmp_path: Path) -> None:
     path = AgingGlitching(runner=small_results).reproduce(tmp_path, quick=True)
     metrics = pd.read_csv(path, keep_default_na=False)
     figures = set(metrics["figure"])
-    assert {"srff-model", "srff-app", "ruir", "sf-cpuset", "anr-snr", "root-causes"} <= figures
+    assert {"srff-model", "srff-app", "ruir", "sf-cpuset", "anr-snr", "root-causes",
+            "write-speed", "sd-threshold"} <= figures  # fmt: skip
+    speed = metrics[metrics["figure"] == "write-speed"]
+    assert set(speed["condition"]) == {"policy=realtime", "policy=lazy", "policy=practical"}
+    assert {"random_mbps", "sequential_mbps"} <= set(speed["metric"])
+    sweep = metrics[metrics["figure"] == "sd-threshold"]
+    assert set(sweep["condition"]) == {"threshold_gb=0.5", "threshold_gb=6"}
+    assert {"trim_duration_s", "sequential_mbps"} <= set(sweep["metric"])
+    checks = read_comparison_csv(tmp_path / "comparison.csv")
+    assert {c.section for c in checks} >= {"write-speed", "sd-threshold", "anr-snr"}
+    assert (tmp_path / "write-speed.png").exists() and (tmp_path / "sd-threshold.svg").exists()
     anr = metrics[metrics["figure"] == "anr-snr"]
     assert set(anr["condition"]) == {"policy=realtime", "policy=practical"}
     assert set(anr["metric"]) == {
@@ -52,7 +70,7 @@ def test_every_figure_lands_in_metrics_csv_with_its_condition_keys(tmp_path: Pat
     models = set(metrics.loc[metrics["figure"] == "srff-model", "profile"])
     assert models == {LOW_END[0], "black-shark"}
     text = (tmp_path / "comparison.md").read_text()
-    assert "published" in text and "Fleet, practical WAM" in text
+    assert "published" in text and "Fleet, practical WAM" in text and "write-speed" in text
     assert (tmp_path / "ruir.png").exists() and (tmp_path / "srff-model-app.svg").exists()
 
 

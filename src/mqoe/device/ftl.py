@@ -164,6 +164,23 @@ class Ftl:
             self.write(data[rng.integers(0, n, overwrites)])
         self.reset_counters()
 
+    def erase_invalid_blocks(self) -> int:
+        """Background GC while the device is idle (eMMC BKOPS, UFS idle-time GC): erase
+        the closed blocks that hold no valid page — no copies, just erases, so later
+        writes find erased blocks instead of paying GC. Returns the blocks erased.
+
+        Only a discard or an overwrite can empty a block, so this is how real-time
+        discards give "fresh blocks" (spec 04) and untrimmed deletes do not."""
+        ppb = self.pages_per_block
+        empty = np.flatnonzero((self.written == ppb) & (self.valid == 0))
+        empty = empty[empty != self._open]
+        if len(empty):
+            self.written[empty] = 0
+            self.erase_counts[empty] += 1
+            self.erases += len(empty)
+            self._free.extend(empty.tolist())
+        return len(empty)
+
     def copy(self) -> Ftl:
         """An independent copy (to benchmark a device without changing it)."""
         return copy.deepcopy(self)

@@ -16,7 +16,9 @@ garbage-collection work the FTL did for it (page copies and block erases,
 :class:`FlashTiming`; on a scaled model amortised at the collector's recent rate, see
 ``_gc_charge_ns``). On a fresh FTL no GC is needed and a write costs exactly the base.
 Writes without logical pages (the memory model's writeback and swap) and all reads keep
-the base cost; they do not age the modelled flash.
+the base cost; they do not age the modelled flash. Whenever the queue runs empty the
+device erases its blocks that hold no valid page (idle-time GC, :meth:`Ftl.
+erase_invalid_blocks`), so discarded space comes back as erased blocks.
 
 **Discard and fsync.** :meth:`Storage.discard` queues a discard (TRIM) request and
 returns at once — discards are asynchronous — and mmcqd serves it in turn
@@ -56,14 +58,14 @@ from mqoe.engine import Environment, Event, us
 
 MMCQD_PRIORITY = RealTime(1)  # above every fair thread, below other RT work
 MAX_REQUEST_PAGES = 128  # assumed: the block layer's max_sectors_kb = 512 KB per request
-# The write benchmark measures the GC rate over at least this many victims (assumed:
-# enough for the rate to settle within a few percent; see write_speed).
-BENCH_MIN_ERASES = 32
-_BENCH_MAX_EXTRA_BLOCKS = 4096  # a bound on that measurement (never reached in practice)
+# The write benchmark charges GC at the rate of greedy GC's next victims, at least this
+# many (assumed: smooths a single lucky block; see write_speed).
+BENCH_MIN_VICTIMS = 2
 # A scaled model charges writes the GC rate of about this many recent victims (assumed:
 # long enough to smooth single victims, short enough to follow a burst of discards).
 GC_RATE_VICTIMS = 32
 _GIB_PAGES = (1 << 30) // PAGE_BYTES
+_ALLOC_WINDOW = 4096  # model pages the allocator scans at a time from its cursor
 _MB = 1 << 20
 
 
@@ -121,13 +123,41 @@ class IoRequest:
 
 @dataclass(eq=False, slots=True)
 class _FileSpace:
-    """Which model logical pages the file system uses, and which free ones are untrimmed."""
+    """Which model logical pages the file system uses, and which free ones are untrimmed.
+
+    Allocation is next-fit: it takes the first free pages at or after ``cursor`` and
+    moves the cursor past them, wrapping at the end — as log-structured f2fs, and ext4's
+    goal-directed block allocator, stream new data forward instead of into the blocks
+    just freed. So a freed page stays free (and, until it is discarded, valid to the
+    flash) until the allocator comes round to it again."""
 
     used: npt.NDArray[np.bool_]
     untrimmed: npt.NDArray[np.bool_]
-    stack: npt.NDArray[np.int64]  # free pages; allocation pops from the top
-    top: int
+    free: int  # free model pages
+    cursor: int = 0
     carry_pages: int = 0  # real pages allocated but not yet worth a model page
+
+    def take(self, n: int) -> LpnArray:
+        """The next ``n`` free pages from the cursor on (the caller checked ``free``)."""
+        used, size = self.used, len(self.used)
+        parts: list[LpnArray] = []
+        need, pos = n, self.cursor
+        while need > 0:
+            end = min(size, pos + max(_ALLOC_WINDOW, 2 * need))
+            found = np.flatnonzero(~used[pos:end])[:need].astype(np.int64) + pos
+            used[found] = True  # so a wrapped scan can never pick a page twice
+            parts.append(found)
+            need -= len(found)
+            pos = (int(found[-1]) + 1 if need == 0 else end) % size if size else 0
+        self.cursor = pos
+        self.free -= n
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def next_free(self) -> LpnArray:
+        """Every free page in the order the allocator would hand them out."""
+        free = np.flatnonzero(~self.used).astype(np.int64)
+        split = int(np.searchsorted(free, self.cursor))
+        return np.concatenate([free[split:], free[:split]])
 
 
 class Storage:
@@ -290,12 +320,10 @@ class Storage:
         fs = self._space()
         total = fs.carry_pages + max(0, pages)
         n = total // self.scale
-        if n > fs.top:
-            raise StorageFull(f"no room for {pages} pages ({fs.top * self.scale} free)")
+        if n > fs.free:
+            raise StorageFull(f"no room for {pages} pages ({fs.free * self.scale} free)")
         fs.carry_pages = total - n * self.scale
-        lpns = fs.stack[fs.top - n : fs.top][::-1].copy()
-        fs.top -= n
-        fs.used[lpns] = True
+        lpns = fs.take(n)
         fs.untrimmed[lpns] = False
         return lpns
 
@@ -310,8 +338,7 @@ class Storage:
         if len(array) and not fs.used[array].all():
             raise ValueError("releasing logical pages that are not allocated")
         fs.used[array] = False
-        fs.stack[fs.top : fs.top + len(array)] = array[::-1]
-        fs.top += len(array)
+        fs.free += len(array)
         if discard:
             return self.discard(array, pages)
         fs.untrimmed[array] = True
@@ -338,7 +365,7 @@ class Storage:
     @property
     def free_pages(self) -> int:
         """Real pages the file system could still allocate."""
-        return self._space().top * self.scale
+        return self._space().free * self.scale
 
     def preload(self, pages: int) -> LpnArray:
         """Allocate and write a file instantly (state before the run; no I/O time)."""
@@ -354,9 +381,8 @@ class Storage:
         ftl.fill(fraction, rng, fragmented)
         fs = self._space()
         fs.used[:] = ftl.l2p >= 0
-        free = np.flatnonzero(~fs.used).astype(np.int64)[::-1]
-        fs.stack[: len(free)] = free
-        fs.top = len(free)
+        fs.free = int(np.count_nonzero(~fs.used))
+        fs.cursor = 0
 
     def write_speed(
         self,
@@ -377,7 +403,7 @@ class Storage:
             request_kb=request_kb,
             scale=self.scale,
             timing=self.timing,
-            file_lpns=fs.stack[: fs.top][::-1],  # next allocated first
+            file_lpns=fs.next_free(),  # next allocated first
         )
 
     # -- internals ----------------------------------------------------------------------
@@ -385,10 +411,7 @@ class Storage:
         if self._fs is None:
             logical = self.ftl.logical_pages
             self._fs = _FileSpace(
-                np.zeros(logical, dtype=np.bool_),
-                np.zeros(logical, dtype=np.bool_),
-                np.arange(logical, dtype=np.int64)[::-1].copy(),
-                logical,
+                np.zeros(logical, dtype=np.bool_), np.zeros(logical, dtype=np.bool_), logical
             )
         return self._fs
 
@@ -432,6 +455,8 @@ class Storage:
     def _mmcqd(self) -> Generator[Event, object, None]:
         while True:
             if not self._queue:
+                if self._ftl is not None:
+                    self._ftl.erase_invalid_blocks()  # the device's idle-time GC
                 self._wake = Event(self.env)
                 yield self._wake
                 continue
@@ -480,8 +505,8 @@ def write_speed(
     switch would decide the result. Once GC is in its steady state (free blocks at the
     mark after the writes), the GC time is therefore charged at the rate the collector
     pays — GC time per page of free space it reclaims (erased pages − pages copied) —
-    measured over at least :data:`BENCH_MIN_ERASES` victims of the same writes
-    continued; before that (free blocks above the mark) the exact GC time is used.
+    over the victims greedy GC would take next for writes of this size in the state
+    after them (at least :data:`BENCH_MIN_VICTIMS`); before that (free blocks above the mark) the exact GC time is used.
     """
     if pattern not in ("random", "sequential"):
         raise ValueError(f"pattern must be 'random' or 'sequential', got {pattern!r}")
@@ -503,7 +528,10 @@ def write_speed(
     cost = bench.write(writes)
     copies, erases = cost.gc_copies, cost.erases
     if bench.free_blocks <= bench.gc_low_blocks + 1:
-        copies, erases = _gc_rate_sample(bench, pattern, target, free[n_model:], rng, cost)
+        # The victims the benchmark's own writes need (one model block stands for
+        # ``scale`` real ones, so the same share of the device at any scale).
+        victims = max(BENCH_MIN_VICTIMS, math.ceil(n_model / bench.pages_per_block))
+        copies, erases = _greedy_rate(bench, victims)
         ppb = bench.pages_per_block
         reclaimed = erases * ppb - copies  # > 0: greedy victims always hold invalid pages
         per_page_us = (copies * timing.gc_copy_us + erases * timing.erase_us) / reclaimed
@@ -516,31 +544,16 @@ def write_speed(
     return real_pages * PAGE_BYTES / _MB / seconds
 
 
-def _gc_rate_sample(
-    bench: Ftl,
-    pattern: str,
-    target: LpnArray,
-    spare: LpnArray,
-    rng: np.random.Generator,
-    cost: FlashCost,
-) -> tuple[int, int]:
-    """Continue the benchmark's writes a block at a time until GC has erased at least
-    BENCH_MIN_ERASES victims; returns the (copies, erases) seen in all."""
-    ppb = bench.pages_per_block
-    copies, erases = cost.gc_copies, cost.erases
-    cursor = 0
-    for _ in range(_BENCH_MAX_EXTRA_BLOCKS):
-        if erases >= BENCH_MIN_ERASES:
-            break
-        if pattern == "random":
-            more = target[rng.integers(0, len(target), ppb)]
-        elif cursor < len(spare):  # the file grows into the next free pages
-            more = spare[cursor : cursor + ppb]
-            cursor += ppb
-        else:  # no free space left: rewrite the file from its start
-            more = target[(np.arange(ppb) + cursor) % len(target)]
-            cursor += ppb
-        extra = bench.write(more)
-        copies += extra.gc_copies
-        erases += extra.erases
-    return copies, erases
+def _greedy_rate(ftl: Ftl, victims: int) -> tuple[int, int]:
+    """(copies, erases) of greedy GC's next ``victims`` collections in the device's
+    current state: the closed blocks with the fewest valid pages, as the collector would
+    take them. Measured on the state, so the benchmark's own writes (which invalidate
+    what they overwrite) cannot make the device look cheaper than it is."""
+    ppb = ftl.pages_per_block
+    closed = ftl.valid[ftl.written == ppb]
+    closed = closed[closed < ppb]  # a fully valid block reclaims nothing
+    k = min(victims, len(closed))
+    if k == 0:
+        raise RuntimeError("FTL full: no block with an invalid page to reclaim")
+    best = np.partition(closed, k - 1)[:k]
+    return int(best.sum()), k

@@ -11,8 +11,12 @@ Figures (``metrics.csv``, figure = the name):
   their redundant layers (condition ``app``, ``trim`` = ``before``/``after``);
 * ``sf-cpuset`` — the five low-end models with SurfaceFlinger on LITTLE only and with
   big cores allowed when LITTLE ones are saturated (condition ``sf_cpuset``);
-* ``write-speed``, ``sd-threshold`` — write speed under real-time / lazy / practical WAM
-  and the S_d sweep (from :mod:`mqoe.experiments.aging_storage`);
+* ``write-speed`` — the ``flash-aging`` scenario (three weeks of file churn on a
+  mid-range phone) under real-time / lazy / practical WAM: the daily storage benchmark's
+  ``random_mbps`` / ``sequential_mbps`` (means), ``write_amplification``, and the time the
+  WAM spent discarding (``discard_busy_s``);
+* ``sd-threshold`` — practical WAM with S_d thresholds of 1…12 GB: write speed,
+  ``write_amplification`` and the total batched-trim duration (``trim_duration_s``);
 * ``anr-snr`` — the fleet (``mqoe run fleet``) under real-time and practical WAM;
 * ``root-causes`` — the cause shares of simulated slow frames and of fleet ANRs.
 
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +39,7 @@ from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.metrics.jank import SLOW_FRAME_NS
 from mqoe.results import MetricRow
+from mqoe.results.comparison import ComparisonRow, write_comparison_csv
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_population, run_scenario
 
@@ -55,6 +60,10 @@ SEED = 1
 FLEET = {"full": {"phones": "30000", "days": "21", "workers": "2"},
          "quick": {"phones": "2000", "days": "21"}}  # fmt: skip
 WAM_FLEET = ("realtime", "practical")
+FLASH_MODEL = "mi-a2"  # a middle-tier phone with 64 GB of eMMC (spec 04 table, model 6)
+WAM_POLICIES = ("realtime", "lazy", "practical")
+SD_THRESHOLDS_GB = {"full": (1, 2, 3, 4, 6, 8, 10, 12), "quick": (1, 6, 12)}
+FLASH_DAYS = {"full": "21", "quick": "7"}  # spec 04's three weeks; a week in quick mode
 
 
 @dataclass(frozen=True)
@@ -96,17 +105,44 @@ def _run_fleet(args: tuple[str, bool]) -> RunRecord:
     return run_population("fleet", SEED, {**size, "wam": wam})
 
 
+def flash_specs(quick: bool) -> list[str]:
+    """WAM policy specs the flash-aging runs need: the three policies, then the S_d sweep
+    (practical at its default 6 GB is the sweep's 6 GB point too)."""
+    sweep = SD_THRESHOLDS_GB["quick" if quick else "full"]
+    return [*WAM_POLICIES, *(f"practical:threshold_gb={gb}" for gb in sweep if gb != 6)]
+
+
+def _run_flash(args: tuple[str, bool]) -> RunRecord:
+    wam, quick = args
+    days = FLASH_DAYS["quick" if quick else "full"]
+    return run_scenario("flash-aging", load_profile(FLASH_MODEL), SEED, {"wam": wam, "days": days})
+
+
 @dataclass
 class Results:
     ui: list[tuple[UiCell, RunRecord]]
     fleet: dict[str, RunRecord]
+    flash: dict[str, RunRecord] = field(default_factory=dict)  # by WAM policy spec
 
 
 def run_all(quick: bool, workers: int | None = None) -> Results:
     cells = ui_cells()
-    records = map_jobs(_run_ui, [(c, quick) for c in cells], workers)
+    specs = flash_specs(quick)
+    # The long flash-aging runs first, so the short UI runs fill the cores behind them.
+    jobs: list[tuple[str, object]] = [("flash", (spec, quick)) for spec in specs]
+    jobs += [("ui", (c, quick)) for c in cells]
+    records = map_jobs(_run_job, jobs, workers)
     fleet = [_run_fleet((wam, quick)) for wam in WAM_FLEET]  # each uses the cores itself
-    return Results(list(zip(cells, records, strict=True)), dict(zip(WAM_FLEET, fleet, strict=True)))
+    return Results(
+        list(zip(cells, records[len(specs) :], strict=True)),
+        dict(zip(WAM_FLEET, fleet, strict=True)),
+        dict(zip(specs, records[: len(specs)], strict=True)),
+    )
+
+
+def _run_job(job: tuple[str, object]) -> RunRecord:
+    kind, args = job
+    return _run_ui(args) if kind == "ui" else _run_flash(args)  # type: ignore[arg-type]
 
 
 # -- tables ---------------------------------------------------------------------------
@@ -173,6 +209,7 @@ def metric_rows(results: Results) -> list[MetricRow]:
         ):
             rows.append(MetricRow("anr-snr", "fleet", {"policy": wam}, metric,
                                   _number(m.get(metric)), unit))  # fmt: skip
+    rows += flash_rows(results)
     for cause, share in frame_cause_shares(slow).items():
         rows.append(MetricRow("root-causes", "15-models", {"kind": "srff", "cause": cause},
                               "share_pct", share, "%"))  # fmt: skip
@@ -185,6 +222,33 @@ def metric_rows(results: Results) -> list[MetricRow]:
     return rows
 
 
+def _threshold_gb(spec: str) -> float | None:
+    """S_d threshold of a practical WAM spec (6 GB by default); None for other policies."""
+    if spec == "practical":
+        return 6.0
+    prefix = "practical:threshold_gb="
+    return float(spec[len(prefix) :]) if spec.startswith(prefix) else None
+
+
+def flash_rows(results: Results) -> list[MetricRow]:
+    rows: list[MetricRow] = []
+    speed = (("random_mbps", "MB/s"), ("sequential_mbps", "MB/s"), ("write_amplification", "x"))
+    for spec, record in results.flash.items():
+        m = record.metrics
+        if spec in WAM_POLICIES:
+            for metric, unit in (*speed, ("discard_busy_s", "s")):
+                rows.append(MetricRow("write-speed", FLASH_MODEL, {"policy": spec}, metric,
+                                      _number(m.get(metric)), unit))  # fmt: skip
+        threshold = _threshold_gb(spec)
+        if threshold is not None:
+            cond = {"threshold_gb": f"{threshold:g}"}
+            for metric, unit in (*speed, ("trim_busy_s", "s"), ("trim_rounds", "rounds")):
+                name = "trim_duration_s" if metric == "trim_busy_s" else metric
+                rows.append(MetricRow("sd-threshold", FLASH_MODEL, cond, name,
+                                      _number(m.get(metric)), unit))  # fmt: skip
+    return rows
+
+
 def frame_cause_shares(slow: pd.DataFrame) -> dict[str, float]:
     if slow.empty:
         return {}
@@ -194,77 +258,128 @@ def frame_cause_shares(slow: pd.DataFrame) -> dict[str, float]:
 
 # -- comparison -----------------------------------------------------------------------
 # Spec 04's published facts, printed beside the simulated numbers (never used to make them).
-PUBLISHED = {
-    "ruir_reduction_pct": "11–32% (27% on average) fewer SR/FF after trimming",
-    "srff_causes": "complex UI 61%, slow I/O and Binder 28%, scheduling delay 11%",
-    "fleet": "1.5 ANR and 0.04 SNR per phone in 3 weeks; ~50% of phones without ANR, "
-    "97% without SNR",
-    "practical_wam": "removes almost all WAM-caused ANR/SNR at a few % of write speed",
-    "sf_cpuset": "big cores for SurfaceFlinger when LITTLE ones are saturated almost "
-    "removes that cause on low-end phones",
-}
+SPEC = "spec 04"
+
+
+class _Rows:
+    """metrics.csv rows, looked up by figure, metric and condition."""
+
+    def __init__(self, rows: list[MetricRow]) -> None:
+        self.rows = rows
+
+    def values(self, figure: str, metric: str, **cond: str) -> np.ndarray:
+        return np.array(
+            [r.value for r in self.rows
+             if r.figure == figure and r.metric == metric
+             and all(r.condition.get(k) == v for k, v in cond.items())],
+            dtype=float,
+        )  # fmt: skip
+
+    def one(self, figure: str, metric: str, **cond: str) -> float:
+        found = self.values(figure, metric, **cond)
+        return float(found.mean()) if len(found) else math.nan
+
+    def by(self, figure: str, metric: str, key: str) -> dict[str, float]:
+        return {r.condition[key]: r.value for r in self.rows
+                if r.figure == figure and r.metric == metric and key in r.condition}  # fmt: skip
+
+
+def comparison_rows(rows: list[MetricRow]) -> list[ComparisonRow]:
+    """Spec 04's facts beside the simulated numbers: rendering, WAM, fleet."""
+    t = _Rows(rows)
+    out: list[ComparisonRow] = []
+    before = t.values("ruir", "srff_pct", trim="before")
+    after = t.values("ruir", "srff_pct", trim="after")
+    if len(before) and len(before) == len(after):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cuts = 100.0 * (1.0 - after / before)
+        cut = float(np.nanmean(cuts)) if np.isfinite(cuts).any() else math.nan
+        out.append(ComparisonRow.numeric(
+            "ruir", "SR/FF cut by trimming redundant layers (mean over apps, %)", 27.0, cut,
+            tolerance="11–32", met=11.0 <= cut <= 32.0, source=SPEC))  # fmt: skip
+    causes = {k: v for k, v in t.by("root-causes", "share_pct", "cause").items()
+              if k in ("ui_complex", "io_binder", "sched_delay")}  # fmt: skip
+    for cause, published in (("ui_complex", 61.0), ("io_binder", 28.0), ("sched_delay", 11.0)):
+        if cause in causes:
+            out.append(ComparisonRow.numeric(
+                "root-causes", f"SR/FF cause share: {cause} (%)", published, causes[cause],
+                tolerance="", met=None, source=SPEC))  # fmt: skip
+    little = t.one("sf-cpuset", "srff_pct", sf_cpuset="little")
+    big = t.one("sf-cpuset", "srff_pct", sf_cpuset="big_when_little_saturated")
+    if math.isfinite(little) and math.isfinite(big):
+        out.append(ComparisonRow.shape(
+            "sf-cpuset", "big cores for SurfaceFlinger lower SR/FF on low-end phones",
+            big < little, simulated=f"{little:.2f}% → {big:.2f}%", source=SPEC))  # fmt: skip
+    out += _wam_rows(t)
+    for wam, facts in (("realtime", ((1.5, "anr_per_phone"), (0.04, "snr_per_phone"),
+                                      (50.0, "phones_without_anr_pct"),
+                                      (97.0, "phones_without_snr_pct"))),):  # fmt: skip
+        for published, metric in facts:
+            value = t.one("anr-snr", metric, policy=wam)
+            if math.isfinite(value):
+                out.append(ComparisonRow.numeric(
+                    "anr-snr", f"Fleet, {wam} WAM: {metric}", published, value,
+                    tolerance="", met=None, source=SPEC + " population facts"))  # fmt: skip
+    real = t.one("anr-snr", "wam_anr_share_pct", policy="realtime")
+    fixed = t.one("anr-snr", "wam_anr_share_pct", policy="practical")
+    if math.isfinite(real) and math.isfinite(fixed):
+        out.append(ComparisonRow.shape(
+            "anr-snr", "Fleet, practical WAM removes almost all WAM-caused ANRs (< 5% left)",
+            fixed < 5.0, simulated=f"WAM share {real:.0f}% → {fixed:.0f}%",
+            source=SPEC))  # fmt: skip
+    return out
+
+
+def _wam_rows(t: _Rows) -> list[ComparisonRow]:
+    out: list[ComparisonRow] = []
+    for metric in ("random_mbps", "sequential_mbps"):
+        speeds = t.by("write-speed", metric, "policy")
+        if not {"realtime", "lazy", "practical"} <= set(speeds):
+            continue
+        real, lazy, practical = speeds["realtime"], speeds["lazy"], speeds["practical"]
+        out.append(ComparisonRow.shape(
+            "write-speed", f"real-time WAM writes faster than lazy WAM ({metric})",
+            real > lazy, simulated=f"{real:.1f} vs {lazy:.1f} MB/s", source=SPEC))  # fmt: skip
+        out.append(ComparisonRow.shape(
+            "write-speed", f"practical WAM costs only a few % vs real-time ({metric}, ≥ 90%)",
+            practical >= 0.9 * real, simulated=f"{practical:.1f} vs {real:.1f} MB/s",
+            source=SPEC))  # fmt: skip
+    trim = t.by("sd-threshold", "trim_duration_s", "threshold_gb")
+    wa = t.by("sd-threshold", "write_amplification", "threshold_gb")
+    if len(trim) >= 2:
+        lo, hi = min(trim, key=float), max(trim, key=float)
+        out.append(ComparisonRow.shape(
+            "sd-threshold", "a larger S_d threshold shortens the total batched-trim time",
+            trim[hi] < trim[lo],
+            simulated=f"{lo} GB: {trim[lo]:.0f} s, {hi} GB: {trim[hi]:.0f} s",
+            source=SPEC))  # fmt: skip
+        out.append(ComparisonRow.shape(
+            "sd-threshold", "… and costs write speed (more write amplification)",
+            wa[hi] > wa[lo], simulated=f"WA {wa[lo]:.2f} → {wa[hi]:.2f}", source=SPEC))  # fmt: skip
+    return out
 
 
 def comparison_markdown(rows: list[MetricRow], quick: bool) -> str:
-    frame = pd.DataFrame(
-        [
-            {
-                "figure": r.figure,
-                "profile": r.profile,
-                "condition": dict(r.condition),
-                "metric": r.metric,
-                "value": r.value,
-            }
-            for r in rows
-        ]
-    )
-
-    def pick(figure: str, metric: str, **cond: str) -> pd.Series:
-        mask = (frame["figure"] == figure) & (frame["metric"] == metric)
-        for key, value in cond.items():
-            mask &= frame["condition"].map(lambda c, k=key, v=value: c.get(k) == v)
-        return frame.loc[mask, "value"]
-
-    lines = [f"# aging-glitching{' (quick)' if quick else ''}", ""]
-    per_model = pick("srff-model", "srff_pct")
-    lines.append(f"- SR/FF per model: {per_model.min():.2f}–{per_model.max():.2f}% of frames "
-                 f"(buffer-aware, 15 models × 10 apps).")  # fmt: skip
-    before = pick("ruir", "srff_pct", trim="before").to_numpy()
-    after = pick("ruir", "srff_pct", trim="after").to_numpy()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cut = 100.0 * (1 - after / before)
-    lines.append(f"- RUIR trimming: SR/FF change per app {_fmt_list(-cut)}% "
-                 f"(published: {PUBLISHED['ruir_reduction_pct']}).")  # fmt: skip
-    little = pick("sf-cpuset", "srff_pct", sf_cpuset="little").mean()
-    big = pick("sf-cpuset", "srff_pct", sf_cpuset="big_when_little_saturated").mean()
-    lines.append(f"- SurfaceFlinger cpuset on low-end models: {little:.2f}% → {big:.2f}% "
-                 f"(published: {PUBLISHED['sf_cpuset']}).")  # fmt: skip
-    causes = {str(c["cause"]): v for c, v in zip(
-        frame.loc[(frame["figure"] == "root-causes") & (frame["profile"] == "15-models"),
-                  "condition"],
-        frame.loc[(frame["figure"] == "root-causes") & (frame["profile"] == "15-models"),
-                  "value"], strict=True)}  # fmt: skip
-    lines.append(f"- SR/FF causes: {_fmt_shares(causes)} (published: {PUBLISHED['srff_causes']}).")
-    for wam in WAM_FLEET:
-        anr = pick("anr-snr", "anr_per_phone", policy=wam).mean()
-        snr = pick("anr-snr", "snr_per_phone", policy=wam).mean()
-        none = pick("anr-snr", "phones_without_anr_pct", policy=wam).mean()
-        share = pick("anr-snr", "wam_anr_share_pct", policy=wam).mean()
-        lines.append(
-            f"- Fleet, {wam} WAM: {anr:.2f} ANR and {snr:.3f} SNR per phone, "
-            f"{none:.0f}% of phones without ANR, {share:.0f}% of ANRs WAM-caused."
-        )
-    lines.append(f"  (published, real-time WAM: {PUBLISHED['fleet']}; the fix "
-                 f"{PUBLISHED['practical_wam']}.)")  # fmt: skip
+    table = comparison_rows(rows)
+    checked = [r for r in table if r.verdict != "reference"]
+    met = sum(r.verdict == "met" for r in checked)
+    lines = [
+        f"# aging-glitching: published vs simulated{' (quick)' if quick else ''}",
+        "",
+        "Spec 04's facts beside the simulated numbers (they are printed, never used to make "
+        "them). Rows marked *reference* have no tolerance; shapes are checked as stated.",
+        "",
+        f"**{met} of {len(checked)} checked rows met.**",
+        "",
+        "| section | what | published | simulated | difference | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in table:
+        diff = "" if r.difference is None else f"{r.difference:+.3g}"
+        verdict = "**not met**" if r.verdict == "not met" else r.verdict
+        lines.append(f"| {r.section} | {r.what} | {r.published} | {r.simulated} | {diff} "
+                     f"| {verdict} |")  # fmt: skip
     return "\n".join(lines) + "\n"
-
-
-def _fmt_list(values: np.ndarray) -> str:
-    return ", ".join("n/a" if not np.isfinite(v) else f"{v:+.0f}" for v in values)
-
-
-def _fmt_shares(shares: dict[str, float]) -> str:
-    return ", ".join(f"{k} {v:.0f}%" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]))
 
 
 # -- figures --------------------------------------------------------------------------
@@ -312,6 +427,51 @@ def plot(results: Results, out_dir: Path) -> None:
     fig.tight_layout()
     save_figure(fig, out_dir / "ruir")
     plt.close(fig)
+    if results.flash:
+        plot_flash(results, out_dir)
+
+
+def plot_flash(results: Results, out_dir: Path) -> None:
+    """Write speed under each WAM policy (daily benchmarks) and the S_d sweep."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+    for policy in WAM_POLICIES:
+        record = results.flash.get(policy)
+        if record is None:
+            continue
+        bench = record.tables["bench"]
+        axes[0].plot(bench["day"], bench["sequential_mbps"], marker="o", ms=3, label=policy)
+        axes[1].plot(bench["day"], bench["random_mbps"], marker="o", ms=3, label=policy)
+    for ax, what in zip(axes, ("sequential", "random 4 KB"), strict=True):
+        ax.set_xlabel("day")
+        ax.set_ylabel(f"{what} write (MB/s)")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"daily storage benchmark on {FLASH_MODEL} under each WAM policy", fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, out_dir / "write-speed")
+    plt.close(fig)
+    sweep = sorted(
+        ((gb, r.metrics) for spec, r in results.flash.items()
+         if (gb := _threshold_gb(spec)) is not None),
+        key=lambda item: item[0],
+    )  # fmt: skip
+    if not sweep:
+        return
+    gbs = [gb for gb, _ in sweep]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+    axes[0].plot(gbs, [_number(m["sequential_mbps"]) for _, m in sweep], marker="o",
+                 label="sequential")  # fmt: skip
+    axes[0].plot(gbs, [_number(m["random_mbps"]) for _, m in sweep], marker="o", label="random")
+    axes[0].set_ylabel("write speed (MB/s)")
+    axes[0].legend(fontsize=8)
+    axes[1].plot(gbs, [_number(m["trim_busy_s"]) for _, m in sweep], marker="o", color="C3")
+    axes[1].set_ylabel("total batched-trim time (s)")
+    for ax in axes:
+        ax.set_xlabel("S_d threshold (GB)")
+    fig.tight_layout()
+    save_figure(fig, out_dir / "sd-threshold")
+    plt.close(fig)
 
 
 class AgingGlitching:
@@ -325,8 +485,10 @@ class AgingGlitching:
         results = self._runner(quick)
         rows = metric_rows(results)
         records = [r for _, r in results.ui] + list(results.fleet.values())
+        records += list(results.flash.values())
         path = write_outputs(
             out_dir, records, rows, ("comparison.md", comparison_markdown(rows, quick))
         )
+        write_comparison_csv(out_dir / "comparison.csv", comparison_rows(rows))
         plot(results, out_dir)
         return path
