@@ -22,6 +22,7 @@ from mqoe.experiments.coal_not_diamonds import (
     shape_checks,
 )
 from mqoe.results import read_metrics_csv
+from mqoe.results.comparison import read_comparison_csv
 from mqoe.results.store import RunRecord
 
 Drop = Callable[[Config], float]
@@ -187,6 +188,11 @@ def test_comparison_md_puts_published_beside_simulated(tmp_path: Path) -> None:
         assert heading in text
     assert "spec 01 §Calibration targets" in text
     assert " of " in text.split("checked rows met")[0]
+    rows = {r.what: r for r in read_comparison_csv(tmp_path / "comparison.csv")}
+    normal = rows["1080p30 drop, normal"]
+    assert (normal.published, normal.simulated, normal.verdict) == ("19", "13", "met")
+    assert normal.difference == -6.0 and normal.section.startswith("drop-grid")
+    assert rows["1080p30 drop, moderate"].verdict == "not met"
 
 
 def test_every_published_value_names_its_source_in_spec_01() -> None:

@@ -10,6 +10,7 @@ import pytest
 from mqoe.experiments import EXPERIMENTS
 from mqoe.experiments.downward_spiral import CASES, Case, DownwardSpiral, shape_checks
 from mqoe.results import read_metrics_csv
+from mqoe.results.comparison import read_comparison_csv
 from mqoe.results.store import RunRecord
 
 
@@ -56,6 +57,8 @@ def test_reproduction_writes_metrics_csv_figures_and_summary(tmp_path: Path) -> 
                                                                  "mode": "discrete"}
     )  # fmt: skip
     assert spiral_row.value == 900.0
+    shapes = read_comparison_csv(tmp_path / "comparison.csv")
+    assert shapes and all(r.tolerance == "shape" for r in shapes)
     for name in ("spiral.png", "spiral-summary.png", "summary.md"):
         assert (tmp_path / name).stat().st_size > 0
     assert (tmp_path / "spiral.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -39,7 +39,7 @@ from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.metrics.jank import SLOW_FRAME_NS
 from mqoe.results import MetricRow
-from mqoe.results.comparison import ComparisonRow, write_comparison_csv
+from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_population, run_scenario
 
@@ -487,8 +487,11 @@ class AgingGlitching:
         records = [r for _, r in results.ui] + list(results.fleet.values())
         records += list(results.flash.values())
         path = write_outputs(
-            out_dir, records, rows, ("comparison.md", comparison_markdown(rows, quick))
+            out_dir,
+            records,
+            rows,
+            ("comparison.md", comparison_markdown(rows, quick)),
+            comparison_rows(rows),
         )
-        write_comparison_csv(out_dir / "comparison.csv", comparison_rows(rows))
         plot(results, out_dir)
         return path

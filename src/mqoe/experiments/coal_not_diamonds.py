@@ -62,6 +62,7 @@ from mqoe.experiments.parallel import map_jobs
 from mqoe.results import (
     MetricRow,
 )
+from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
 
@@ -868,6 +869,16 @@ def comparison_sections(results: Results, quick: bool) -> list[tuple[str, list[C
     ]
 
 
+def comparison_rows(results: Results, quick: bool) -> list[ComparisonRow]:
+    """The checks of :func:`comparison_sections` as ``comparison.csv`` rows."""
+    return [
+        ComparisonRow.numeric(title, c.what, c.published, c.simulated,
+                              tolerance=c.tolerance, met=c.met, source=c.source)
+        for title, checks in comparison_sections(results, quick)
+        for c in checks
+    ]  # fmt: skip
+
+
 def _fmt(value: float) -> str:
     if math.isnan(value):
         return "—"
@@ -1179,6 +1190,7 @@ class CoalNotDiamonds:
             (record for _, record in results),
             metric_rows(results, quick),
             ("comparison.md", comparison_markdown(results, quick)),
+            comparison_rows(results, quick),
         )
         plot(results, quick, out_dir)
         return path

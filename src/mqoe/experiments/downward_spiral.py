@@ -27,6 +27,7 @@ from mqoe.device.profiles import load_profile
 from mqoe.experiments.outputs import write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.results import MetricRow
+from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
 
@@ -229,6 +230,10 @@ class DownwardSpiral:
             (record for _, record in results),
             metric_rows(results),
             ("summary.md", summary_markdown(results, quick)),
+            [
+                ComparisonRow.shape("spec 03 shape", text, ok, source="spec 03")
+                for text, ok in shape_checks(results)
+            ],
         )
         plot(results, out_dir)
         return path

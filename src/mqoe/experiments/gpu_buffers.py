@@ -30,6 +30,7 @@ from mqoe.device.profiles import DeviceProfile, load_profile
 from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.results import MetricRow
+from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
 
@@ -303,6 +304,10 @@ class GpuBuffers:
             (record for _, record in results),
             metric_rows(table),
             ("summary.md", summary_markdown(table, quick, seeds)),
+            [
+                ComparisonRow.shape("spec 02 shape", text, ok, source="spec 02")
+                for text, ok in shape_checks(table)
+            ],
         )
         plot(results, table, out_dir)
         return path

@@ -14,6 +14,7 @@ from mqoe.results import (
     atomic_write_text,
     write_metrics_csv,
 )
+from mqoe.results.comparison import ComparisonRow, write_comparison_csv
 from mqoe.results.store import RunRecord
 
 
@@ -22,15 +23,18 @@ def write_outputs(
     records: Iterable[RunRecord],
     rows: Iterable[MetricRow],
     markdown: tuple[str, str],
+    comparison: Iterable[ComparisonRow] = (),
 ) -> Path:
-    """Store every run under ``out_dir/results``, write ``metrics.csv`` and the Markdown
-    summary ``(file name, text)``; returns metrics.csv's path. Figures are the caller's."""
+    """Store every run under ``out_dir/results``, write ``metrics.csv``, the Markdown
+    summary ``(file name, text)`` and ``comparison.csv`` (published beside simulated);
+    returns metrics.csv's path. Figures are the caller's."""
     out_dir.mkdir(parents=True, exist_ok=True)
     store = ResultsStore(out_dir / "results")
     for record in records:
         store.write(record)
     path = write_metrics_csv(out_dir / "metrics.csv", rows)
     atomic_write_text(out_dir / markdown[0], markdown[1])
+    write_comparison_csv(out_dir / "comparison.csv", comparison)
     return path
 
 
