@@ -97,9 +97,11 @@ def check_page(
     binary = chromium or find_chromium()
     if binary is None:
         raise UserError("no Chromium found (install Debian's `chromium` or set MQOE_CHROMIUM)")
-    with tempfile.TemporaryDirectory(prefix="mqoe-chromium-") as profile:
-        with _Browser(binary, profile, width, height, timeout_s) as browser:
-            return browser.check(page.resolve(), screenshot, width, full_page)
+    with (
+        tempfile.TemporaryDirectory(prefix="mqoe-chromium-") as profile,
+        _Browser(binary, profile, width, height, timeout_s) as browser,
+    ):
+        return browser.check(page.resolve(), screenshot, width, full_page)
 
 
 class _Browser:
@@ -122,7 +124,7 @@ class _Browser:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                preexec_fn=wire_fds,  # noqa: PLW1509 (single-threaded caller; dup2 only)
+                preexec_fn=wire_fds,  # only dup2 between fork and exec
                 close_fds=False,
             )
         except OSError as exc:
@@ -241,7 +243,9 @@ class _Browser:
         for event in self._events:
             method, params = event.get("method"), event.get("params", {})
             if method == "Runtime.consoleAPICalled":
-                text = " ".join(str(a.get("value", a.get("description", ""))) for a in params["args"])
+                text = " ".join(
+                    str(a.get("value", a.get("description", ""))) for a in params["args"]
+                )
                 result.console.append((params.get("type", "log"), text))
             elif method == "Runtime.exceptionThrown":
                 details = params.get("exceptionDetails", {})

@@ -216,7 +216,9 @@ def _scenario_runs(frame: pd.DataFrame, problems: list[str]) -> list[ScenarioRun
     for scenario, group in frame.groupby("scenario", sort=True):
         sets: dict[str, list[tuple[str, int]]] = {}
         decoded: dict[str, dict[str, str]] = {}
-        for params, profile, seed in zip(group["params"], group["profile"], group["seed"]):
+        for params, profile, seed in zip(
+            group["params"], group["profile"], group["seed"], strict=True
+        ):
             key = str(params)
             if key not in decoded:
                 decoded[key] = _decode_params(key, str(scenario), problems)

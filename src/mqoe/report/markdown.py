@@ -17,6 +17,8 @@ _HEADING = re.compile(r"(#{1,6})\s+(.*)")
 _ITEM = re.compile(r"\s*[-*]\s+(.*)")
 _CHECK = re.compile(r"\[([ xX])\]\s+(.*)")
 _RULE = re.compile(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?")
+_NUMBER = re.compile(r"[+\-−]?(\d[\d,]*\.?\d*|\.\d+)(e[+-]?\d+)?\s*%?")
+_VERDICTS = ("met", "not met", "reference")
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
@@ -80,7 +82,7 @@ def _table(lines: list[str], i: int, blocks: list[str]) -> int:
     i += 2
     while i < len(lines) and lines[i].lstrip().startswith("|"):
         cells = (_cells(lines[i]) + [""] * len(header))[: max(len(header), 1)]
-        rows.append("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in cells) + "</tr>")
+        rows.append("<tr>" + "".join(_cell(c) for c in cells) + "</tr>")
         i += 1
     body = "\n".join(rows)
     blocks.append(
@@ -88,6 +90,17 @@ def _table(lines: list[str], i: int, blocks: list[str]) -> int:
         f"<tbody>\n{body}\n</tbody></table></div>"
     )
     return i
+
+
+def _cell(text: str) -> str:
+    """A table cell: verdicts as coloured labels, numbers right-aligned."""
+    bare = text.strip("*").strip()
+    if bare in _VERDICTS:
+        css = bare.replace(" ", "-")
+        return f'<td><span class="v {css}">{html.escape(bare)}</span></td>'
+    if _NUMBER.fullmatch(bare):
+        return f'<td class="num">{inline(text)}</td>'
+    return f"<td>{inline(text)}</td>"
 
 
 def _list(lines: list[str], i: int, blocks: list[str]) -> int:

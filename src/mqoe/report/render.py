@@ -26,6 +26,8 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'n
 _SHOWN_PARAM_SETS = 200  # a sweep's worth; beyond this the table says how many more
 _OPEN_PARAM_SETS = 12  # parameter tables up to this size start unfolded
 _WIDE_ASPECT = 2.2  # figures wider than this span the whole row
+_LONG_FACT = 36  # a fact longer than this (a list of profiles) gets a whole row
+_LONG = ' class="long"'
 
 
 def render_report(
@@ -101,14 +103,16 @@ def _toc(reps: Sequence[Reproduction], ids: Sequence[str]) -> str:
         sub.append(f'<li><a href="#{anchor}-runs">Runs and parameters</a></li>')
         items.append(
             f'<li><a href="#{anchor}">{_e(rep.name)}</a>'
-            f'{_badge_counts(rep.comparison)}<ol>{"".join(sub)}</ol></li>'
+            f"{_badge_counts(rep.comparison)}<ol>{''.join(sub)}</ol></li>"
         )
-    return f'<nav class="toc" aria-label="Contents"><h2>Contents</h2><ol>{"".join(items)}</ol></nav>'
+    return (
+        f'<nav class="toc" aria-label="Contents"><h2>Contents</h2><ol>{"".join(items)}</ol></nav>'
+    )
 
 
 def _footer(version: str) -> str:
     return (
-        f'<footer><p>Written by <code>mqoe report</code> (mqoe {_e(version)}). '
+        f"<footer><p>Written by <code>mqoe report</code> (mqoe {_e(version)}). "
         "One self-contained file: figures are embedded, nothing is fetched, no scripts run. "
         "Published values are printed beside simulated ones; they are never used to make "
         "them.</p></footer>"
@@ -192,7 +196,7 @@ def _comparison_section(rep: Reproduction, anchor: str) -> str:
     if rep.summary is not None:
         name, text = rep.summary
         parts.append(
-            f"<details class=\"notes\"><summary>Notes from <code>{_e(name)}</code></summary>"
+            f'<details class="notes"><summary>Notes from <code>{_e(name)}</code></summary>'
             f'<div class="markdown">{render_markdown(text)}</div></details>'
         )
     return "\n".join(parts)
@@ -279,18 +283,23 @@ def _runs_section(runs: RunsSummary | None, metrics_rows: int | None, anchor: st
         else ""
     )
     if runs is None:
-        return head + '<p class="muted">No results store (<code>results/</code>) in this folder.</p>'
+        return (
+            head + '<p class="muted">No results store (<code>results/</code>) in this folder.</p>'
+        )
     facts = [
         ("runs", str(runs.runs)),
-        ("wall time, total", _duration(runs.wall_time_total_s)),
-        ("wall time, median run", _duration(runs.wall_time_median_s)),
+        ("run wall time, total", _duration(runs.wall_time_total_s)),
+        ("run wall time, median", _duration(runs.wall_time_median_s)),
         ("simulated time, total", _duration(runs.sim_time_total_s)),
         ("mqoe version", ", ".join(runs.versions)),
         ("seeds", _ranges(runs.seeds)),
         ("profiles", ", ".join(runs.profiles)),
         ("started (UTC)", _span(runs.first_started_utc, runs.last_started_utc)),
     ]
-    cells = "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in facts)
+    cells = "".join(
+        f"<div{_LONG if len(v) > _LONG_FACT else ''}><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>"
+        for k, v in facts
+    )
     scenarios = "".join(_scenario(s) for s in runs.scenarios)
     return f'{head}<dl class="facts">{cells}{metrics}</dl>{scenarios}'
 
@@ -314,7 +323,12 @@ def _scenario(s: ScenarioRuns) -> str:
         for p in sets
     )
     more = len(s.param_sets) - len(sets)
-    more_row = f'<tr><td colspan="{len(s.varying) + 3}" class="muted">… {more} more parameter sets</td></tr>' if more > 0 else ""  # fmt: skip
+    more_row = (
+        f'<tr><td colspan="{len(s.varying) + 3}" class="muted">… {more} more parameter sets'
+        "</td></tr>"
+        if more > 0
+        else ""
+    )
     opened = " open" if len(s.param_sets) <= _OPEN_PARAM_SETS else ""
     noun = "set" if len(s.param_sets) == 1 else "sets"
     return (
@@ -358,5 +372,10 @@ def _ranges(values: Iterable[int]) -> str:
 
 
 def _span(first: str, last: str) -> str:
-    short_first, short_last = first[:19].replace("T", " "), last[:19].replace("T", " ")
-    return short_first if short_first == short_last else f"{short_first} → {short_last}"
+    """``2026-11-24 13:14:20 → 13:14:26`` (the date once when both share it)."""
+    a, b = first[:19].replace("T", " "), last[:19].replace("T", " ")
+    if a == b:
+        return a
+    if a[:11] == b[:11] and len(b) > 11:
+        b = b[11:]
+    return f"{a} → {b}"

@@ -106,6 +106,8 @@ figure.fig figcaption { margin-top: 6px; font-size: 0.82rem; color: var(--muted)
 dl.facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr));
            gap: 8px; margin: 0.6em 0 1em; }
 dl.facts > div { background: var(--soft); border-radius: 6px; padding: 7px 11px; }
+dl.facts > div.long { grid-column: 1 / -1; }
+dl.facts > div.long dd { font-weight: 500; font-size: 0.9rem; }
 dl.facts dt { font-size: 0.72rem; text-transform: uppercase; letter-spacing: 0.05em;
               color: var(--muted); }
 dl.facts dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums;
