@@ -171,10 +171,13 @@ class _Browser:
                 if "error" in message:
                     raise UserError(f"Chromium: {method}: {message['error'].get('message')}")
                 return message.get("result", {})
-            self._events.append(message)
-            if message.get("method") == "Page.javascriptDialogOpening":
-                # A dialog blocks the page until answered; record it and dismiss it.
-                self._send("Page.handleJavaScriptDialog", {"accept": False})
+            self._event(message)
+
+    def _event(self, message: dict[str, Any]) -> None:
+        self._events.append(message)
+        if message.get("method") == "Page.javascriptDialogOpening":
+            # A dialog blocks the page until answered: it is recorded, then dismissed.
+            self._send("Page.handleJavaScriptDialog", {"accept": False})
 
     def _receive(self) -> dict[str, Any]:
         while b"\0" not in self._buffer:
@@ -193,7 +196,7 @@ class _Browser:
 
     def _wait_for(self, method: str) -> None:
         while not any(e.get("method") == method for e in self._events):
-            self._events.append(self._receive())
+            self._event(self._receive())
 
     # -- the check --------------------------------------------------------------------
     def check(self, url: Path, shot: Path | None, width: int, full_page: bool) -> PageCheck:
