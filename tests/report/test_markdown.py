@@ -89,8 +89,14 @@ def test_any_text_renders_to_own_markup_only(text: str) -> None:
     assert_only_own_markup(render_markdown(text))
 
 
-@given(st.lists(st.sampled_from(["<", ">", "&", '"', "'", "|", "*", "`", "-", "#", "\n", "x"])))
-def test_markup_characters_never_escape_their_cell(chars: list[str]) -> None:
-    text = "".join(chars)
-    html = render_markdown(f"| h |\n|---|\n| {text} |\n")
-    assert_only_own_markup(html)
+_TOKENS = st.sampled_from(
+    [HOSTILE_SCRIPT, HOSTILE_ATTR, "</td>", "<b>", '"', "'", "&amp;", "|", "**", "*", "`",
+     "\n", "- ", "# ", "[x] ", "---", "x", " "]
+)  # fmt: skip
+
+
+@given(st.lists(_TOKENS, max_size=40))
+def test_markup_from_input_never_becomes_markup(tokens: list[str]) -> None:
+    text = "".join(tokens)
+    assert_only_own_markup(render_markdown(text))
+    assert_only_own_markup(render_markdown(f"| h |\n|---|\n| {text} |\n"))

@@ -26,7 +26,7 @@ h3 { font-size: 1.15rem; color: #27354d; }
 h4 { font-size: 1rem; margin-top: 1.2em; }
 .muted { color: var(--muted); }
 
-header.top { background: linear-gradient(135deg, #1c3f77, #2d6cc0); color: #fff; }
+header.top { background: #1f4a8a; color: #fff; }
 .top-inner { max-width: 1320px; margin: 0 auto; padding: 26px 32px 22px; }
 .kicker { margin: 0; text-transform: uppercase; letter-spacing: 0.08em; font-size: 0.75rem;
           opacity: 0.85; }
