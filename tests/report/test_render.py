@@ -19,6 +19,7 @@ from tests.report.conftest import (
     HOSTILE_SCRIPT,
     comparison_rows,
     three_runs,
+    tiny_png_bytes,
 )
 
 Make = Callable[..., Path]
@@ -198,3 +199,16 @@ def test_durations_read_naturally(seconds: float, text: str) -> None:
 def test_seed_lists_become_ranges() -> None:
     assert _ranges([7, 1, 2, 3, 3, 9, 10]) == "1–3, 7, 9–10"
     assert _ranges([]) == "—"
+
+
+def test_wide_or_large_figures_take_a_whole_row(tmp_path: Path, make_reproduction: Make) -> None:
+    folder = make_reproduction(tmp_path, "w", figures=("small",))
+    (folder / "strip.png").write_bytes(tiny_png_bytes("strip", width_in=6.0, height_in=1.0))
+    (folder / "big.png").write_bytes(tiny_png_bytes("big", width_in=26.0, height_in=20.0))
+    page = build_report(tmp_path, generated_utc=WHEN).html
+    found = re.findall(r'<figure class="([^"]+)"[^>]*><img[^>]* alt="([^"]+)"', page)
+    assert {alt: css for css, alt in found} == {
+        "big": "fig wide",  # 1040 px wide
+        "small": "fig",  # 80 x 48
+        "strip": "fig wide",  # 240 x 40: aspect 6
+    }

@@ -32,6 +32,7 @@ _FLAGS: tuple[str, ...] = (
     "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
+    "--disable-dev-shm-usage",  # containers often have a tiny /dev/shm
     "--remote-debugging-pipe",
     "--no-first-run",
     "--no-default-browser-check",

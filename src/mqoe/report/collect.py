@@ -257,5 +257,5 @@ def _decode_params(text: str, scenario: str, problems: list[str]) -> dict[str, s
 
 def _display(value: object) -> str:
     if isinstance(value, str):
-        return value
+        return value or '""'  # an empty string stays visible
     return json.dumps(value, sort_keys=True, allow_nan=False)

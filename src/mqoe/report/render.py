@@ -25,8 +25,9 @@ from mqoe.results.comparison import ComparisonRow, format_number
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'"
 _SHOWN_PARAM_SETS = 200  # a sweep's worth; beyond this the table says how many more
 _OPEN_PARAM_SETS = 12  # parameter tables up to this size start unfolded
-_WIDE_ASPECT = 2.2  # figures wider than this span the whole row
-_LONG_FACT = 36  # a fact longer than this (a list of profiles) gets a whole row
+_WIDE_ASPECT = 2.2  # figures wider than this (or _WIDE_PX pixels) span the whole row
+_WIDE_PX = 1000  # a figure this large would be unreadable at half width
+_LONG_FACT = 26  # a fact longer than this (a list of profiles) gets a whole row
 _LONG = ' class="long"'
 
 
@@ -255,7 +256,7 @@ def _figures_section(figures: Sequence[Figure], anchor: str) -> str:
     for index, figure in enumerate(figures, start=1):
         size = _png_size(figure)
         dims = f' width="{size[0]}" height="{size[1]}"' if size else ""
-        wide = " wide" if size and size[0] > _WIDE_ASPECT * size[1] else ""
+        wide = " wide" if size and (size[0] > _WIDE_ASPECT * size[1] or size[0] >= _WIDE_PX) else ""
         encoded = base64.b64encode(figure.data).decode("ascii")
         items.append(
             f'<figure class="fig{wide}" id="{anchor}-fig{index}">'

@@ -94,7 +94,7 @@ details { margin: 0.5em 0 1em; }
 details > summary { cursor: pointer; color: var(--accent); font-size: 0.9rem; }
 
 .figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr));
-           gap: 18px; margin: 0.6em 0 1.2em; }
+           gap: 18px; margin: 0.6em 0 1.2em; grid-auto-flow: row dense; }
 figure.fig { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 10px;
              background: #fff; display: flex; flex-direction: column; align-items: center; }
 figure.fig.wide { grid-column: 1 / -1; }
