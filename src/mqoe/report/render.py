@@ -27,8 +27,8 @@ _SHOWN_PARAM_SETS = 200  # a sweep's worth; beyond this the table says how many 
 _OPEN_PARAM_SETS = 12  # parameter tables up to this size start unfolded
 _WIDE_ASPECT = 2.2  # figures wider than this (or _WIDE_PX pixels) span the whole row
 _WIDE_PX = 1000  # a figure this large would be unreadable at half width
-_LONG_FACT = 26  # a fact longer than this (a list of profiles) gets a whole row
-_LONG = ' class="long"'
+_LONG_FACT = 32  # a fact longer than this (a list of profiles) gets a whole row
+_MID_FACT = 16  # … and one longer than this (a time span) two cells
 
 
 def render_report(
@@ -147,7 +147,7 @@ def _overview(reps: Sequence[Reproduction], ids: Sequence[str]) -> str:
         '<div class="table-wrap"><table class="overview"><thead><tr>'
         "<th>reproduction</th><th>published-vs-simulated checks</th>"
         '<th class="num">figures</th><th class="num">runs</th>'
-        '<th class="num">wall time</th><th>mqoe version</th>'
+        '<th class="num">run wall time</th><th>mqoe version</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div></section>"
     )
 
@@ -278,11 +278,6 @@ def _png_size(figure: Figure) -> tuple[int, int] | None:
 # -- runs, parameters, seeds, versions ------------------------------------------------
 def _runs_section(runs: RunsSummary | None, metrics_rows: int | None, anchor: str) -> str:
     head = f'<h3 id="{anchor}-runs">Runs and parameters</h3>'
-    metrics = (
-        f"<div><dt>metrics.csv</dt><dd>{metrics_rows} rows</dd></div>"
-        if metrics_rows is not None
-        else ""
-    )
     if runs is None:
         return (
             head + '<p class="muted">No results store (<code>results/</code>) in this folder.</p>'
@@ -297,12 +292,21 @@ def _runs_section(runs: RunsSummary | None, metrics_rows: int | None, anchor: st
         ("profiles", ", ".join(runs.profiles)),
         ("started (UTC)", _span(runs.first_started_utc, runs.last_started_utc)),
     ]
+    if metrics_rows is not None:
+        facts.append(("metrics.csv", f"{metrics_rows} rows"))
+    # Short facts fill the grid; long ones (lists of profiles) follow, a row each.
+    ordered = sorted(facts, key=lambda kv: len(kv[1]) > _LONG_FACT)
     cells = "".join(
-        f"<div{_LONG if len(v) > _LONG_FACT else ''}><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>"
-        for k, v in facts
+        f"<div{_fact_class(v)}><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in ordered
     )
     scenarios = "".join(_scenario(s) for s in runs.scenarios)
-    return f'{head}<dl class="facts">{cells}{metrics}</dl>{scenarios}'
+    return f'{head}<dl class="facts">{cells}</dl>{scenarios}'
+
+
+def _fact_class(value: str) -> str:
+    if len(value) > _LONG_FACT:
+        return ' class="long"'
+    return ' class="mid"' if len(value) > _MID_FACT else ""
 
 
 def _scenario(s: ScenarioRuns) -> str:

@@ -107,6 +107,7 @@ dl.facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px,
            gap: 8px; margin: 0.6em 0 1em; }
 dl.facts > div { background: var(--soft); border-radius: 6px; padding: 7px 11px; }
 dl.facts > div.long { grid-column: 1 / -1; }
+dl.facts > div.mid { grid-column: span 2; }
 dl.facts > div.long dd { font-weight: 500; font-size: 0.9rem; }
 dl.facts dt { font-size: 0.72rem; text-transform: uppercase; letter-spacing: 0.05em;
               color: var(--muted); }
