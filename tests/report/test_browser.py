@@ -90,3 +90,15 @@ def test_the_check_sees_console_errors_dialogs_requests_and_broken_images(
     assert any(url.endswith("/missing.png") for url in page.requests)
     (image,) = page.images
     assert not image["decoded"] and image["width"] == 0
+
+
+def test_cli_screenshot_checks_the_written_report(
+    tmp_path: Path, make_reproduction: Make, chromium: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mqoe.cli.main import main
+
+    make_reproduction(tmp_path / "reps", "w", comparison=comparison_rows(), runs=three_runs())
+    monkeypatch.setenv("MQOE_CHROMIUM", chromium)
+    shot = tmp_path / "shot.png"
+    assert main(["report", str(tmp_path / "reps"), "--screenshot", str(shot)]) == 0
+    assert shot.read_bytes().startswith(PNG_SIGNATURE)

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="PNG",
-        help="also open the report in headless Chromium and save a screenshot of its top",
+        help="also open the report in headless Chromium, save a screenshot of its top, "
+        "and exit 1 on a console error or a figure that does not decode",
     )
 
 
@@ -52,7 +53,13 @@ def run(args: argparse.Namespace) -> int:
         from mqoe.report.browser import check_page
 
         page = check_page(output, screenshot=args.screenshot)
+        out.print(f"wrote {args.screenshot} (headless Chromium)", markup=False)
+        # The screenshot doubles as a check of the real report (make demo runs it in CI).
+        broken = [i["alt"] for i in page.images if not i["decoded"]]
         for message in page.errors:
             err.print(f"mqoe report: browser console error: {message}", markup=False)
-        out.print(f"wrote {args.screenshot} (headless Chromium)", markup=False)
+        if broken:
+            err.print(f"mqoe report: figures that did not decode: {', '.join(broken)}")
+        if page.errors or broken or len(page.images) != report.figure_count:
+            return 1
     return 0

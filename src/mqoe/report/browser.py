@@ -99,7 +99,7 @@ def check_page(
     if binary is None:
         raise UserError("no Chromium found (install Debian's `chromium` or set MQOE_CHROMIUM)")
     with (
-        tempfile.TemporaryDirectory(prefix="mqoe-chromium-") as profile,
+        tempfile.TemporaryDirectory(prefix="mqoe-chromium-", ignore_cleanup_errors=True) as profile,
         _Browser(binary, profile, width, height, timeout_s) as browser,
     ):
         return browser.check(page.resolve(), screenshot, width, full_page)
