@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test test-slow lint bench lock clean
+.PHONY: venv demo test test-slow lint bench lock clean chromium
 
 venv: $(STAMP)
 
@@ -15,9 +15,13 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-## The main job (grows with each reproduction; see README).
+## The main job (grows with each reproduction; see README): every reproduction (quick),
+## then the HTML report demo-results/report.html (and, where Chromium is installed, its
+## screenshot demo-results/report.png), then a few runs and a query.
 demo: $(STAMP)
 	$(BIN)/mqoe reproduce all --quick --out demo-results/reproductions
+	$(BIN)/mqoe report demo-results/reproductions --output demo-results/report.html \
+	  $(if $(CHROMIUM),--screenshot demo-results/report.png)
 	$(BIN)/mqoe run frame-deadlines --profile nokia-1 --set hogs=0 --out demo-results
 	$(BIN)/mqoe run frame-deadlines --profile nokia-1 --set hogs=4 --out demo-results
 	$(BIN)/mqoe run frame-deadlines --profile nokia-1 --set hogs=4 rt_burst_mcycles=4 --out demo-results
@@ -25,11 +29,24 @@ demo: $(STAMP)
 	  "select profile, params->>'hogs' as hogs, params->>'rt_burst_mcycles' as rt_burst_mcycles, \
 	   round(missed_deadline_rate, 3) as missed_deadline_rate, frames_due from runs order by 2, 3"
 
-## The test suite: unit, property and CLI tests, then lint and strict typing.
-test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+## The test suite: unit, property and CLI tests, then lint and strict typing. The report's
+## browser test screenshots its page into demo-results/ (kept by CI).
+test: $(STAMP) chromium
+	MQOE_REPORT_SCREENSHOT=demo-results/report-test-screenshot.png \
+	  $(BIN)/python -m pytest -q -m "not slow"
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+
+## Debian's chromium for the report's browser test: in CI (CI=true) it is installed when
+## missing (needs root); elsewhere the test skips without it.
+CHROMIUM = $(shell command -v chromium 2>/dev/null)
+chromium:
+	@if [ "$${CI:-}" = "true" ] && ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "make: CI needs Debian's chromium for the report test; run as root" >&2; exit 1; \
+	  fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
