@@ -506,7 +506,8 @@ def write_speed(
     mark after the writes), the GC time is therefore charged at the rate the collector
     pays — GC time per page of free space it reclaims (erased pages − pages copied) —
     over the victims greedy GC would take next for writes of this size in the state
-    after them (at least :data:`BENCH_MIN_VICTIMS`); before that (free blocks above the mark) the exact GC time is used.
+    after them (at least :data:`BENCH_MIN_VICTIMS`); before that (free blocks above the
+    mark) the exact GC time is used.
     """
     if pattern not in ("random", "sequential"):
         raise ValueError(f"pattern must be 'random' or 'sequential', got {pattern!r}")
