@@ -242,7 +242,8 @@ def flash_rows(results: Results) -> list[MetricRow]:
         threshold = _threshold_gb(spec)
         if threshold is not None:
             cond = {"threshold_gb": f"{threshold:g}"}
-            for metric, unit in (*speed, ("trim_busy_s", "s"), ("trim_rounds", "rounds")):
+            trim = (("trim_busy_s", "s"), ("trimmed_gb", "GB"), ("trim_rounds", "rounds"))
+            for metric, unit in (*speed, *trim):
                 name = "trim_duration_s" if metric == "trim_busy_s" else metric
                 rows.append(MetricRow("sd-threshold", FLASH_MODEL, cond, name,
                                       _number(m.get(metric)), unit))  # fmt: skip
@@ -345,13 +346,15 @@ def _wam_rows(t: _Rows) -> list[ComparisonRow]:
             practical >= 0.9 * real, simulated=f"{practical:.1f} vs {real:.1f} MB/s",
             source=SPEC))  # fmt: skip
     trim = t.by("sd-threshold", "trim_duration_s", "threshold_gb")
+    trimmed = t.by("sd-threshold", "trimmed_gb", "threshold_gb")
     wa = t.by("sd-threshold", "write_amplification", "threshold_gb")
     if len(trim) >= 2:
         lo, hi = min(trim, key=float), max(trim, key=float)
         out.append(ComparisonRow.shape(
             "sd-threshold", "a larger S_d threshold shortens the total batched-trim time",
             trim[hi] < trim[lo],
-            simulated=f"{lo} GB: {trim[lo]:.0f} s, {hi} GB: {trim[hi]:.0f} s",
+            simulated=f"{lo} GB: {trim[lo]:.0f} s for {trimmed.get(lo, math.nan):.1f} GB, "
+            f"{hi} GB: {trim[hi]:.0f} s for {trimmed.get(hi, math.nan):.1f} GB",
             source=SPEC))  # fmt: skip
         out.append(ComparisonRow.shape(
             "sd-threshold", "… and costs write speed (more write amplification)",
@@ -466,7 +469,11 @@ def plot_flash(results: Results, out_dir: Path) -> None:
     axes[0].set_ylabel("write speed (MB/s)")
     axes[0].legend(fontsize=8)
     axes[1].plot(gbs, [_number(m["trim_busy_s"]) for _, m in sweep], marker="o", color="C3")
-    axes[1].set_ylabel("total batched-trim time (s)")
+    axes[1].set_ylabel("total batched-trim time (s)", color="C3")
+    volume = axes[1].twinx()
+    volume.plot(gbs, [_number(m.get("trimmed_gb")) for _, m in sweep], marker="s", ls="--",
+                color="grey")  # fmt: skip
+    volume.set_ylabel("GB trimmed in the run", color="grey")
     for ax in axes:
         ax.set_xlabel("S_d threshold (GB)")
     fig.tight_layout()

@@ -21,6 +21,7 @@ discards, and the time the trim job spends waiting on its discards all emerge.
 Metrics: ``random_mbps`` / ``sequential_mbps`` (means over the daily benchmarks from day
 ``warmup_days`` on; ``*_final`` the last day's), ``trim_busy_s`` (the batched trim job's
 time in D state waiting for its discards: the total batched-trim duration),
+``trimmed_gb`` and ``trim_s_per_gb`` (what the rounds discarded, and the time per GB),
 ``trim_rounds``, ``discard_busy_s`` (device time of every discard, real-time ones
 included), ``untrimmed_gb_mean`` (at benchmark times), ``write_amplification``,
 ``written_gb``, ``deleted_gb``. Tables: ``bench`` (one row per day), ``trim_rounds``.
@@ -191,6 +192,8 @@ def _collect(
         [dataclasses.asdict(r) for r in trimmer.rounds],
         columns=["start_ns", "end_ns", "groups_done", "pages_trimmed", "pauses", "killed"],
     )
+    trim_busy_s = trimmer.thread.state_ns[ThreadState.BLOCKED_IO] / 1e9
+    trimmed_gb = float(rounds["pages_trimmed"].sum()) * storage.scale * PAGE_BYTES / _GIB
     timing = storage.timing
     discard_busy_us = storage.discards * timing.discard_us + (
         storage.pages_discarded * timing.discard_page_us
@@ -208,7 +211,9 @@ def _collect(
         "random_mbps_final": last("random_mbps"),
         "sequential_mbps_final": last("sequential_mbps"),
         "untrimmed_gb_mean": mean("untrimmed_gb"),
-        "trim_busy_s": trimmer.thread.state_ns[ThreadState.BLOCKED_IO] / 1e9,
+        "trim_busy_s": trim_busy_s,
+        "trimmed_gb": trimmed_gb,
+        "trim_s_per_gb": trim_busy_s / trimmed_gb if trimmed_gb > 0 else math.nan,
         "trim_rounds": len(rounds),
         "trim_pauses": int(rounds["pauses"].sum()) if len(rounds) else 0,
         "discards": storage.discards,
