@@ -9,6 +9,7 @@ from mqoe.errors import UserError
 from mqoe.workloads.app_switching import AppSwitching
 from mqoe.workloads.base import Scenario, ScenarioOutput, Session, parse_params
 from mqoe.workloads.frame_deadlines import FrameDeadlines
+from mqoe.workloads.netpis import NetPisScenario
 from mqoe.workloads.spiral import Spiral
 from mqoe.workloads.trace_player import TraceAbr
 from mqoe.workloads.ui_bench import UiBench
@@ -16,7 +17,15 @@ from mqoe.workloads.video import Video
 
 SCENARIOS: dict[str, Scenario] = {
     scenario.name: scenario
-    for scenario in (AppSwitching(), FrameDeadlines(), Spiral(), TraceAbr(), UiBench(), Video())
+    for scenario in (
+        AppSwitching(),
+        FrameDeadlines(),
+        NetPisScenario(),
+        Spiral(),
+        TraceAbr(),
+        UiBench(),
+        Video(),
+    )
 }
 
 
