@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -72,8 +73,13 @@ def jobs(quick: bool) -> list[Job]:
         out.append(Job("service", label + "|netpis", (*base, ("variant", "netpis"))))
     for app in ("video", "browsing"):
         for variant in ("original", "netpis"):
-            extra = (("video_s", "40"), ("pages", "4")) if quick else ()
-            settings = (("mode", "memory"), ("app", app), ("variant", variant), *extra)
+            small: tuple[tuple[str, str], ...] = (("video_s", "40"), ("pages", "4"))
+            settings: tuple[tuple[str, str], ...] = (
+                ("mode", "memory"),
+                ("app", app),
+                ("variant", variant),
+            )
+            settings += small if quick else ()
             out.append(Job("memory", f"{app}|{variant}", settings))
     return out
 
@@ -148,19 +154,27 @@ UNITS = {
 }
 
 
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in r.items()} for r in frame.to_dict("records")]
+
+
 def metric_rows(t: dict[str, pd.DataFrame]) -> list[MetricRow]:
     rows = []
-    for row in t["seq"].itertuples(index=False):
+    for row in _records(t["seq"]):
         for m in ("fg_bytes_at_60s", "fg_bytes_total", "bg_bytes_total", "bg_recovery_s"):
-            rows.append(MetricRow("netpis-seq", PROFILE, {"variant": row.variant}, m,
-                                  float(getattr(row, m)), UNITS[m]))  # fmt: skip
-    for row in t["service"].itertuples(index=False):
+            condition = {"variant": str(row["variant"])}
+            rows.append(MetricRow("netpis-seq", PROFILE, condition, m, float(row[m]), UNITS[m]))
+    for row in _records(t["service"]):
         for m in ("service_s_alone", "service_s_netpis", "delay_s"):
-            rows.append(MetricRow("netpis-service", PROFILE, {"video": row.video}, m,
-                                  float(getattr(row, m)), UNITS[m]))  # fmt: skip
-    for row in t["memory"].itertuples(index=False):
-        rows.append(MetricRow("netpis-memory", PROFILE, {"app": row.app, "variant": row.variant},
-                              "rcvbuf_mb", float(row.rcvbuf_mb), "MiB"))  # fmt: skip
+            condition = {"video": str(row["video"])}
+            rows.append(MetricRow("netpis-service", PROFILE, condition, m, float(row[m]), UNITS[m]))
+    for row in _records(t["memory"]):
+        condition = {"app": str(row["app"]), "variant": str(row["variant"])}
+        rows.append(
+            MetricRow(
+                "netpis-memory", PROFILE, condition, "rcvbuf_mb", float(row["rcvbuf_mb"]), "MiB"
+            )
+        )
     return rows
 
 
@@ -168,7 +182,7 @@ def shape_checks(t: dict[str, pd.DataFrame]) -> list[ComparisonRow]:
     """Spec 05's shape claims on the simulated numbers (met or not, never forced)."""
     fg = dict(zip(t["seq"]["variant"], t["seq"]["fg_bytes_at_60s"], strict=True))
     rec = dict(zip(t["seq"]["variant"], t["seq"]["bg_recovery_s"], strict=True))
-    mb = {(r.app, r.variant): float(r.rcvbuf_mb) for r in t["memory"].itertuples(index=False)}
+    mb = {(str(r["app"]), str(r["variant"])): float(r["rcvbuf_mb"]) for r in _records(t["memory"])}
     service = t["service"]
     rows = [
         ComparisonRow.shape(

@@ -36,7 +36,9 @@ the clamp only matters while they move):
   the buffer.
 
 Delayed ACK (variant ``netpis``, background sockets, only while a foreground flow
-exists): bounded frame size ``size_bf = γ × buffer`` and ATO
+exists): bounded frame size ``size_bf = γ × buffer`` (the buffer the sender can use:
+while case 2 is in progress that is the already-shrunk window clamp — a bound larger than
+the window would hold every ACK for the full ATO) and ATO
 ``(size_bf / size_obf) × ato_o``, with ``size_obf`` (one MSS: Linux ACKs once more than
 one full frame is unacknowledged) and ``ato_o`` (40 ms, TCP_ATO_MIN) the kernel's; the
 ATO is capped at TCP_DELACK_MAX (200 ms): Linux never delays an ACK longer than that on
@@ -295,7 +297,10 @@ class Allocator:
         settings = _move(obs, target, target)
         if not (v.delayed_ack and not obs.foreground):
             return settings
-        bound = max(p.size_obf_bytes, round(p.gamma * settings.rcvbuf_bytes))
+        usable = settings.rcvbuf_bytes  # during case 2 the sender sees the clamp, not it
+        if settings.window_clamp_bytes is not None:
+            usable = min(usable, settings.window_clamp_bytes)
+        bound = max(p.size_obf_bytes, round(p.gamma * usable))
         ato = min(p.max_ato_ns, round(bound / p.size_obf_bytes * p.ato_o_ns))
         return SocketSettings(
             settings.rcvbuf_bytes,
