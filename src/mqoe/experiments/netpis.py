@@ -258,8 +258,9 @@ def plot(results: list[tuple[Job, RunRecord]], t: dict[str, pd.DataFrame], out: 
         if job.part != "seq":
             continue
         series = record.tables["timeseries"]
-        axes[0].plot(series["t_s"], series["fg_bytes"] / 1e6, label=job.label)
-        axes[1].plot(series["t_s"], series["bg_bytes"] / 1e6, label=job.label)
+        style = "--" if job.label in ("fg-only", "both") else "-"  # they overlap their twins
+        for ax, column in zip(axes, ("fg_bytes", "bg_bytes"), strict=True):
+            ax.plot(series["t_s"], series[column] / 1e6, style, label=job.label)
     axes[0].set_title("foreground video: bytes received")
     axes[1].set_title("background download: bytes received")
     for ax in axes:
