@@ -49,7 +49,7 @@ from mqoe.workloads.base import ScenarioOutput, Session
 
 # Two video services (spec 05: "ten videos, two services"): ladders in kbit/s.
 SERVICES = {
-    # a: a YouTube-like DASH ladder of 2014 (240p … 1080p), 5 s segments, 40 s ahead
+    # a: a YouTube-like DASH ladder (240p … 2160p), 5 s segments, 40 s ahead
     "a": ((300, 700, 1500, 2500, 4500, 8000, 12000), 5.0, 40.0),
     # b: an HLS-like service, 10 s segments, 60 s ahead
     "b": ((400, 800, 1200, 2000, 3000), 10.0, 60.0),
