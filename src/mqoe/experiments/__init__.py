@@ -26,10 +26,17 @@ def _registry() -> dict[str, Experiment]:
     from mqoe.experiments.coal_not_diamonds import CoalNotDiamonds
     from mqoe.experiments.downward_spiral import DownwardSpiral
     from mqoe.experiments.gpu_buffers import GpuBuffers
+    from mqoe.experiments.netpis import NetPis
 
     return {
         experiment.name: experiment
-        for experiment in (DownwardSpiral(), CoalNotDiamonds(), GpuBuffers(), AgingGlitching())
+        for experiment in (
+            DownwardSpiral(),
+            CoalNotDiamonds(),
+            GpuBuffers(),
+            AgingGlitching(),
+            NetPis(),
+        )
     }
 
 

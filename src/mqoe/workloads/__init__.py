@@ -10,6 +10,7 @@ from mqoe.workloads.app_switching import AppSwitching
 from mqoe.workloads.base import Scenario, ScenarioOutput, Session, parse_params
 from mqoe.workloads.flash_aging import FlashAging
 from mqoe.workloads.frame_deadlines import FrameDeadlines
+from mqoe.workloads.netpis import NetPisScenario
 from mqoe.workloads.spiral import Spiral
 from mqoe.workloads.trace_player import TraceAbr
 from mqoe.workloads.ui_bench import UiBench
@@ -21,6 +22,7 @@ SCENARIOS: dict[str, Scenario] = {
         AppSwitching(),
         FlashAging(),
         FrameDeadlines(),
+        NetPisScenario(),
         Spiral(),
         TraceAbr(),
         UiBench(),

@@ -6,6 +6,7 @@ See :mod:`mqoe.device.net.tcp` for what the TCP model does (and does not) implem
 from mqoe.device.net.link import HEADER_BYTES, Link, Packet
 from mqoe.device.net.network import BulkFlow, Connection, HttpClient, Network, Response
 from mqoe.device.net.tcp import TcpConfig, TcpReceiver, TcpSender
+from mqoe.device.net.wifi import WifiInterface, WifiMedium
 
 __all__ = [
     "HEADER_BYTES",
@@ -19,4 +20,6 @@ __all__ = [
     "TcpConfig",
     "TcpReceiver",
     "TcpSender",
+    "WifiInterface",
+    "WifiMedium",
 ]

@@ -121,7 +121,7 @@ class Link:
     def _transmitted(self, packet: Packet) -> None:
         self.packets_forwarded += 1
         self.bytes_forwarded += packet.size
-        self.env.schedule(self.delay_ns, _arrive, packet)
+        self.env.schedule(self.delay_ns, arrive, packet)
         if self._queue:
             nxt = self._queue.popleft()
             self.queue_bytes -= nxt.size
@@ -130,7 +130,8 @@ class Link:
             self._busy = False
 
 
-def _arrive(packet: Packet) -> None:
+def arrive(packet: Packet) -> None:
+    """A packet reached the far end of its current link: on to the next, or its sink."""
     packet.hop += 1
     if packet.hop < len(packet.route):
         packet.route[packet.hop].enqueue(packet)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mqoe.device.net.link import Link, Packet, send
 from mqoe.device.net.tcp import TCP_TIMEOUT_INIT_NS, TcpConfig, TcpReceiver, TcpSender
+from mqoe.device.net.wifi import WifiMedium
 from mqoe.engine import NS_PER_S, Environment, Event
 
 REQUEST_BYTES = 300  # an HTTP GET with typical headers
@@ -36,6 +37,7 @@ class Network:
         self.links: dict[tuple[str, str], Link] = {}
         self._adjacent: dict[str, list[str]] = {}
         self._routes: dict[tuple[str, str], tuple[Link, ...]] = {}
+        self.connections: list[Connection] = []  # every connection made, in order
 
     def add_link(
         self,
@@ -63,6 +65,25 @@ class Network:
         self._adjacent.setdefault(b, []).append(a)
         self._routes.clear()
         return forward, backward
+
+    def add_wifi(
+        self,
+        medium: WifiMedium,
+        ap: str,
+        stations: list[str],
+        *,
+        ap_queue_bytes: int,
+        station_queue_bytes: int,
+    ) -> None:
+        """An access point ``ap`` and its ``stations`` on one shared channel: the AP's
+        frames to every station share its single queue; each station has its own."""
+        ap_iface = medium.interface(f"{ap}->*", ap_queue_bytes)
+        for station in stations:
+            self.links[(ap, station)] = ap_iface
+            self.links[(station, ap)] = medium.interface(f"{station}->{ap}", station_queue_bytes)
+            self._adjacent.setdefault(ap, []).append(station)
+            self._adjacent.setdefault(station, []).append(ap)
+        self._routes.clear()
 
     def route(self, src: str, dst: str) -> tuple[Link, ...]:
         """The links of the shortest path (fewest hops; ties by insertion order)."""
@@ -96,7 +117,9 @@ class Network:
         auto_read: bool = True,
     ) -> Connection:
         """A new (not yet open) connection; call :meth:`Connection.open`."""
-        return Connection(self, server, client, cfg, name or f"{server}->{client}", auto_read)
+        conn = Connection(self, server, client, cfg, name or f"{server}->{client}", auto_read)
+        self.connections.append(conn)
+        return conn
 
 
 class Connection:
@@ -126,6 +149,7 @@ class Connection:
         self._synack_sent_ns = 0
         self.syn_sent = 0
         self.on_request: Callable[[int], None] = self.sender.write
+        self.owner_pid = -1  # the process owning the client socket (−1: none recorded)
 
     def open(self) -> Event:
         """Three-way handshake; the event fires at the client once the SYN-ACK is in.
@@ -195,9 +219,19 @@ class HttpClient:
     """
 
     def __init__(
-        self, net: Network, server: str, client: str, cfg: TcpConfig, persistent: bool = True
+        self,
+        net: Network,
+        server: str,
+        client: str,
+        cfg: TcpConfig,
+        persistent: bool = True,
+        *,
+        auto_read: bool = True,
+        owner_pid: int = -1,
     ) -> None:
         self.net = net
+        self.auto_read = auto_read  # False: the app reads (``receiver.read``) on its own
+        self.owner_pid = owner_pid
         self.server = server
         self.client = client
         self.cfg = cfg
@@ -219,7 +253,8 @@ class HttpClient:
         conn = self.connection
         fresh = conn is None or not self.persistent
         if conn is None or fresh:
-            conn = self.net.connect(self.server, self.client, self.cfg)
+            conn = self.net.connect(self.server, self.client, self.cfg, auto_read=self.auto_read)
+            conn.owner_pid = self.owner_pid
             conn.on_data = self._on_data
             self.connection = conn
             self.connections.append(conn)
@@ -250,13 +285,26 @@ class HttpClient:
 class BulkFlow:
     """An iperf-like long-lived sender from ``server`` to ``client``."""
 
-    def __init__(self, net: Network, server: str, client: str, cfg: TcpConfig) -> None:
-        self.connection = net.connect(server, client, cfg, name=f"bulk {server}->{client}")
+    def __init__(
+        self,
+        net: Network,
+        server: str,
+        client: str,
+        cfg: TcpConfig,
+        *,
+        auto_read: bool = True,
+        owner_pid: int = -1,
+    ) -> None:
+        self.connection = net.connect(
+            server, client, cfg, name=f"bulk {server}->{client}", auto_read=auto_read
+        )
+        self.connection.owner_pid = owner_pid
         self.started = False
 
-    def start(self) -> None:
+    def start(self, nbytes: int = 1 << 50) -> None:
+        """Open and ask for ``nbytes`` (default: effectively endless data)."""
         conn = self.connection
-        _then(conn.open(), lambda: conn.request(1 << 50))  # effectively endless data
+        _then(conn.open(), lambda: conn.request(nbytes))
         self.started = True
 
     def stop(self) -> None:

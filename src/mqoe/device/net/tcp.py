@@ -14,6 +14,14 @@ space is the advertised window, delayed ACKs (every second full segment, or the 
 timeout ``ato``), immediate ACKs for out-of-order data and for filling a hole, and a
 window update when the application frees space after a closed window.
 
+Receiver controls (spec 05), changeable while the connection runs, all defaulting to
+the kernel's behaviour: the receive buffer (``set_rcvbuf``, SO_RCVBUF), a clamp on the
+advertised window (``set_window_clamp``, TCP_WINDOW_CLAMP), and the delayed-ACK bounded
+frame size and ACK timeout (``set_delayed_ack``). The window advertised is never more
+than the free buffer space; a segment that arrives inside a window already advertised
+but no longer fits the buffer (the buffer was shrunk too early) is counted in
+``overruns`` — the event spec 05's case-2 ordering exists to prevent.
+
 RTT is measured with the timestamps option (each ACK echoes the send time of the
 earliest segment it acknowledges first), so retransmissions never confuse it.
 The client→server direction carries ACKs and small request messages only; a request is
@@ -565,6 +573,13 @@ class TcpReceiver:
         self._ts_recent = NO_TIMESTAMP  # to echo: the earliest unacknowledged segment's
         self._delack_timer: Timer | None = None
         self._window_was_closed = False
+        # Receiver controls (kernel defaults): window clamp (None = none), the bounded
+        # frame size (ACK at once when more than this is unacknowledged) and ATO.
+        self.window_clamp: int | None = None
+        self.delack_bytes = cfg.mss_bytes
+        self.ato_ns = cfg.ato_ns
+        self.adv_edge = 0  # highest right edge ever advertised (rcv_nxt + window)
+        self.overruns = 0  # in-window segments refused because the buffer had shrunk
         # Counters.
         self.bytes_received = 0  # delivered in order
         self.acks_sent = 0
@@ -573,8 +588,42 @@ class TcpReceiver:
 
     @property
     def window(self) -> int:
-        """Advertised window: the free space of the receive buffer."""
-        return max(0, self.rcvbuf_bytes - self.unread - self.ooo_bytes)
+        """Advertised window: the free space of the receive buffer (at most the clamp)."""
+        free = max(0, self.rcvbuf_bytes - self.unread - self.ooo_bytes)
+        clamp = self.window_clamp
+        return free if clamp is None or clamp >= free else clamp
+
+    @property
+    def committed_bytes(self) -> int:
+        """Buffer the sender may legitimately fill: unread data plus everything up to the
+        highest right edge already advertised. Shrinking the buffer below it risks an
+        overrun."""
+        return self.unread + max(0, self.adv_edge - self.rcv_nxt)
+
+    # -- receiver controls (spec 05) --------------------------------------------------
+    def set_rcvbuf(self, nbytes: int) -> None:
+        """SO_RCVBUF: a new receive-buffer size (bytes, > 0)."""
+        if nbytes <= 0:
+            raise ValueError("the receive buffer must be positive")
+        self.rcvbuf_bytes = nbytes
+        self._maybe_window_update()
+
+    def set_window_clamp(self, nbytes: int | None) -> None:
+        """TCP_WINDOW_CLAMP: advertise at most ``nbytes``; None removes the clamp."""
+        if nbytes is not None and nbytes < 0:
+            raise ValueError("the window clamp must be ≥ 0")
+        self.window_clamp = nbytes
+        self._maybe_window_update()
+
+    def set_delayed_ack(self, bound_bytes: int | None, ato_ns: int | None) -> None:
+        """Delayed-ACK bounded frame size and ACK timeout; None restores the default."""
+        self.delack_bytes = self.cfg.mss_bytes if bound_bytes is None else max(1, bound_bytes)
+        self.ato_ns = self.cfg.ato_ns if ato_ns is None else max(1, ato_ns)
+
+    def _maybe_window_update(self) -> None:
+        if self._window_was_closed and self.window >= self.cfg.mss_bytes:
+            self._window_was_closed = False
+            self._send_ack()
 
     def read(self, nbytes: int | None = None) -> int:
         """The application reads up to ``nbytes`` (all if None); returns what it got."""
@@ -591,8 +640,11 @@ class TcpReceiver:
             self._ts_recent = packet.ts
             self._send_ack(dup=True)
             return
-        if packet.length > self.window:
+        if packet.length > self.rcvbuf_bytes - self.unread - self.ooo_bytes:
+            # No room in the buffer (the clamp limits what is advertised, not what fits).
             self.drops += 1
+            if end <= self.adv_edge:
+                self.overruns += 1  # it was inside a window we advertised
             self._window_was_closed = True
             self._send_ack(dup=True)
             return
@@ -608,10 +660,10 @@ class TcpReceiver:
         self._pending_bytes += packet.length
         # Linux __tcp_ack_snd_check: ACK at once when more than one full segment is
         # unacknowledged, after filling a hole, or without delayed ACKs; else wait ≤ ato.
-        if filled_hole or not self.cfg.delayed_ack or self._pending_bytes > self.cfg.mss_bytes:
+        if filled_hole or not self.cfg.delayed_ack or self._pending_bytes > self.delack_bytes:
             self._send_ack()
         elif self._delack_timer is None:
-            self._delack_timer = self.env.schedule(self.cfg.ato_ns, self._on_delack)
+            self._delack_timer = self.env.schedule(self.ato_ns, self._on_delack)
 
     def _hold(self, seq: int, end: int) -> None:
         """Keep an out-of-order segment; the store stays sorted and merged."""
@@ -661,7 +713,10 @@ class TcpReceiver:
         self._pending_bytes = 0
         packet = Packet(self.flow, 0, 0, self.route, self.sink, self.env.now)
         packet.ack = self.rcv_nxt
-        packet.rwnd = self.window
+        window = self.window
+        packet.rwnd = window
+        if self.rcv_nxt + window > self.adv_edge:
+            self.adv_edge = self.rcv_nxt + window
         packet.tsecr = self._ts_recent
         if self.cfg.sack and self._ooo:
             packet.sack = self._sack_blocks()

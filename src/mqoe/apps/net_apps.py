@@ -1,0 +1,250 @@
+"""Network apps for spec 05: a streaming video player, an app-store download, a browser.
+
+Each app is a process (pid, zygote child) owning its sockets (``Connection.owner_pid``)
+and reads its sockets itself: a loader thread wakes every ``read_period`` and drains
+what arrived (``receiver.read()``), so unread data — what NetPIS-D traces — piles up in
+the kernel between reads, as with a real app's read loop.
+
+* :class:`VideoApp` — download-then-pause streaming of a finite video: segments are
+  fetched back to back until ``buffer_max_s`` of media is buffered, then the player
+  pauses until there is room for one more segment; an ABR rule picks each segment's
+  rate; service time = play pressed → last frame shown (video length + start-up delay +
+  stalls).
+* :class:`AppStoreDownload` — one long download (spec 05: a 1.1 GB app-store update).
+* :class:`BrowsingApp` — page loads: bursts of small objects over several persistent
+  connections (as a browser's per-host pool), with think time between pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+
+from mqoe.device.net import BulkFlow, Connection, HttpClient, Network, Response, TcpConfig
+from mqoe.engine import Environment, Event, seconds
+from mqoe.policies.abr.base import AbrRule, AbrState, Download, Representation, checked
+
+APP_STORE_BYTES = 1_100_000_000  # spec 05: the 1.1 GB background update
+
+
+class SocketReader:
+    """An app's read loop: every ``period_ns`` it drains every socket ``sockets()`` lists."""
+
+    def __init__(
+        self, env: Environment, period_ns: int, sockets: Callable[[], Sequence[Connection]]
+    ) -> None:
+        if period_ns <= 0:
+            raise ValueError("the read period must be positive")
+        self.env = env
+        self.period_ns = period_ns
+        self.sockets = sockets
+        self.bytes_read = 0
+        self.stopped = False
+        env.schedule(period_ns, self._tick)
+
+    def _tick(self, _: object) -> None:
+        for conn in self.sockets():
+            self.bytes_read += conn.receiver.read()
+        if not self.stopped:
+            self.env.schedule(self.period_ns, self._tick)
+
+
+@dataclass(frozen=True, slots=True)
+class VideoSegment:
+    representation: int
+    rate_kbps: float
+    size_bytes: int
+    request_s: float
+    done_s: float
+
+
+class VideoApp:
+    """A finite video streamed download-then-pause; ``done`` fires at the last frame."""
+
+    def __init__(
+        self,
+        env: Environment,
+        http: HttpClient,
+        rule: AbrRule,
+        ladder: Sequence[Representation],
+        *,
+        video_s: float,
+        segment_s: float,
+        buffer_max_s: float,
+    ) -> None:
+        if video_s <= 0 or segment_s <= 0 or buffer_max_s < segment_s:
+            raise ValueError("need video_s > 0, segment_s > 0 and buffer_max_s ≥ segment_s")
+        self.env = env
+        self.http = http
+        self.rule = rule
+        self.ladder = tuple(ladder)
+        self.video_s = video_s
+        self.segment_s = segment_s
+        self.buffer_max_s = buffer_max_s
+        self.segments: list[VideoSegment] = []
+        self.downloads: list[Download] = []
+        self.started_ns = env.now
+        self.first_frame_ns = -1
+        self.ended_ns = -1
+        self.downloaded_ns = -1  # the last segment is in
+        self.rebuffer_s = 0.0
+        self._buffer_s = 0.0
+        self._played_s = 0.0
+        self._playing = False
+        self._updated_ns = env.now
+        self.done = Event(env)
+        env.process(self._run(), "video")
+
+    @property
+    def service_s(self) -> float:
+        """Play pressed → last frame (nan until the video has ended)."""
+        if self.ended_ns < 0:
+            return float("nan")
+        return (self.ended_ns - self.started_ns) / 1e9
+
+    def _drain(self) -> None:
+        now = self.env.now
+        elapsed = (now - self._updated_ns) / 1e9
+        self._updated_ns = now
+        if self._playing and elapsed > 0:
+            played = min(self._buffer_s, elapsed)
+            self._buffer_s -= played
+            self._played_s += played
+            self.rebuffer_s += elapsed - played
+
+    def _run(self) -> Generator[Event, object, None]:
+        env, last = self.env, None
+        fetched_s = 0.0
+        while fetched_s < self.video_s - 1e-9:
+            self._drain()
+            room_at = self.buffer_max_s - self.segment_s
+            if self._buffer_s > room_at:  # the pause of download-then-pause
+                yield env.timeout(seconds(self._buffer_s - room_at))
+                self._drain()
+            now_s = env.now / 1e9
+            state = AbrState(
+                now_s=now_s,
+                ladder=self.ladder,
+                segment_s=self.segment_s,
+                buffer_s=self._buffer_s,
+                buffer_max_s=self.buffer_max_s,
+                downloads=self.downloads,
+                last=last,
+            )
+            decision = checked(self.rule.choose(state), self.ladder, self.rule)
+            rate_kbps = decision.effective_kbps(self.ladder)
+            seg_s = min(self.segment_s, self.video_s - fetched_s)
+            size = max(1, round(rate_kbps * 1000 / 8 * seg_s))
+            response = yield self.http.get(size)
+            assert isinstance(response, Response)
+            done_s = response.done_ns / 1e9
+            self.downloads.append(
+                Download(
+                    len(self.segments), decision.representation, rate_kbps, size, now_s, done_s
+                )
+            )
+            self.segments.append(
+                VideoSegment(decision.representation, rate_kbps, size, now_s, done_s)
+            )
+            self._drain()
+            self._buffer_s += seg_s
+            fetched_s += seg_s
+            if not self._playing:
+                self._playing = True
+                self.first_frame_ns = env.now
+            last = decision.representation
+        self.downloaded_ns = env.now
+        self._drain()
+        yield env.timeout(seconds(self._buffer_s))
+        self._drain()
+        self.ended_ns = env.now
+        self.done.succeed(self)
+
+
+class AppStoreDownload:
+    """One long download of ``nbytes`` from ``server`` (spec 05's app-store update)."""
+
+    def __init__(
+        self, net: Network, server: str, client: str, cfg: TcpConfig, pid: int,
+        nbytes: int = APP_STORE_BYTES,
+    ) -> None:  # fmt: skip
+        self.flow = BulkFlow(net, server, client, cfg, auto_read=False, owner_pid=pid)
+        self.nbytes = nbytes
+
+    def start(self) -> None:
+        self.flow.start(self.nbytes)
+
+    @property
+    def connection(self) -> Connection:
+        return self.flow.connection
+
+    @property
+    def bytes_received(self) -> int:
+        return self.flow.bytes_received
+
+
+class BrowsingApp:
+    """Page loads: ``objects`` fetched over ``parallel`` persistent connections per page.
+
+    Object sizes are lognormal (median ``object_median_bytes``, σ = ``object_sigma``),
+    drawn from the named stream ``rng``; think time ``think_s`` between pages.
+    """
+
+    def __init__(
+        self,
+        env: Environment,
+        net: Network,
+        server: str,
+        client: str,
+        cfg: TcpConfig,
+        pid: int,
+        rng: object,
+        *,
+        pages: int,
+        objects: int = 30,
+        parallel: int = 6,  # browsers keep up to 6 connections per host (HTTP/1.1 practice)
+        object_median_bytes: int = 12_000,
+        object_sigma: float = 1.2,
+        think_s: float = 8.0,
+    ) -> None:
+        self.env = env
+        self.clients = [
+            HttpClient(net, server, client, cfg, auto_read=False, owner_pid=pid)
+            for _ in range(parallel)
+        ]
+        self.rng = rng
+        self.pages = pages
+        self.objects = objects
+        self.object_median_bytes = object_median_bytes
+        self.object_sigma = object_sigma
+        self.think_s = think_s
+        self.page_load_s: list[float] = []
+        self.done = Event(env)
+        env.process(self._run(), "browser")
+
+    @property
+    def connections(self) -> list[Connection]:
+        return [c for client in self.clients for c in client.connections]
+
+    def _run(self) -> Generator[Event, object, None]:
+        import math
+
+        env = self.env
+        for _ in range(self.pages):
+            sizes = self.rng.lognormal(  # type: ignore[attr-defined]
+                math.log(self.object_median_bytes), self.object_sigma, self.objects
+            )
+            queue = [max(1, int(s)) for s in sizes]
+            start = env.now
+            workers = [
+                env.process(self._worker(client, queue), "browser-conn") for client in self.clients
+            ]
+            yield from workers
+            self.page_load_s.append((env.now - start) / 1e9)
+            yield env.timeout(seconds(self.think_s))
+        self.done.succeed(self)
+
+    def _worker(self, client: HttpClient, queue: list[int]) -> Generator[Event, object, None]:
+        while queue:
+            size = queue.pop(0)
+            yield client.get(size)

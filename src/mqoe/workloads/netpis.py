@@ -1,0 +1,381 @@
+"""Scenario ``netpis`` (spec 05): foreground video vs a background download on one Wi-Fi AP.
+
+The phone and optional other stations share one 802.11n channel
+(:mod:`mqoe.device.net.wifi`); servers sit behind the AP at different wired delays. Apps
+are processes (zygote children) owning their sockets (:mod:`mqoe.apps.net_apps`). Every
+``control_period_ms`` a controller does what the NetPIS kernel patch does per packet:
+NetPIS-D samples each socket's unread bytes, NetPIS-S classifies sockets from the process
+table, NetPIS-R (:mod:`mqoe.policies.netpis`) decides buffer, window clamp and delayed
+ACK, and the controller applies them to the TCP receivers. Variant ``original`` only
+observes.
+
+Modes:
+
+* ``seq`` — a background app-store download from t = 0, a ``video_s`` video from
+  ``fg_start_s``: bytes received by each over time;
+* ``service`` — one video (``service`` a or b, ``video_s`` long), with or without the
+  background download (``background``); the run ends once the video has ended;
+* ``memory`` — one foreground ``app`` alone (``video`` or ``browsing``): the receive
+  buffers allocated to its sockets over the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pandas as pd
+
+from mqoe.apps.net_apps import AppStoreDownload, BrowsingApp, SocketReader, VideoApp
+from mqoe.device.net import BulkFlow, Connection, HttpClient, Network, TcpConfig, WifiMedium
+from mqoe.device.phone import Phone
+from mqoe.device.process import FOREGROUND_APP_ADJ, PREVIOUS_APP_ADJ, SERVICE_ADJ, Process
+from mqoe.engine import Environment, ms, seconds
+from mqoe.policies.abr import ConservativeThroughput, Representation
+from mqoe.policies.netpis import (
+    VARIANTS,
+    Allocator,
+    NeedTracer,
+    NetPisParams,
+    ProcInfo,
+    SocketObservation,
+    classify,
+    foreground_pid,
+)
+from mqoe.workloads.base import ScenarioOutput, Session
+
+# Two video services (spec 05: "ten videos, two services"): ladders in kbit/s.
+SERVICES = {
+    # a: a YouTube-like DASH ladder (240p … 2160p), 5 s segments, 40 s ahead
+    "a": ((300, 700, 1500, 2500, 4500, 8000, 12000), 5.0, 40.0),
+    # b: an HLS-like service, 10 s segments, 60 s ahead
+    "b": ((400, 800, 1200, 2000, 3000), 10.0, 60.0),
+}
+MODES = ("seq", "service", "memory")
+
+
+@dataclass(frozen=True)
+class NetPisScenarioParams:
+    mode: str = "seq"  # seq | service | memory
+    variant: str = "original"  # original | fg-only | bg-only | both | netpis
+    alpha: float = 0.6  # spec 05's evaluation values
+    beta: float = 0.3
+    gamma: float = 0.5
+    duration_s: float = 170.0  # seq / memory: run length
+    fg_start_s: float = 15.0  # the video starts (the download runs from 0)
+    video_s: float = 120.0  # spec 05: a 2-minute video
+    service: str = "a"  # service mode: a | b
+    background: bool = True  # service / memory modes: the app-store download runs too
+    app: str = "video"  # memory mode: video | browsing
+    pages: int = 12  # browsing: page loads
+    phy_mbps: float = 65.0  # 802.11n MCS 7, one stream
+    ap_queue_kb: float = 256.0  # AP transmit queue (calibration: ~170 full frames)
+    video_rtt_ms: float = 60.0  # wired RTT behind the AP to each server (calibration)
+    store_rtt_ms: float = 20.0
+    web_rtt_ms: float = 40.0
+    other_stations: int = 2  # other phones on the AP, each with a bulk download (spec 05)
+    read_period_ms: float = 20.0  # apps' read loop (calibration)
+    control_period_ms: float = 10.0  # NetPIS decisions (the paper: per packet)
+    idle_s: float = 1.0  # a foreground process idle this long has no foreground flow
+    exceptions: str = ""  # comma-separated process names NetPIS never throttles
+    trace_path: str = ""  # NetPIS-D persists its trace here ("" = not persisted)
+    sample_s: float = 0.5  # time-series bin
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {', '.join(VARIANTS)}")
+        if self.service not in SERVICES:
+            raise ValueError("service must be a or b")
+        if self.app not in ("video", "browsing"):
+            raise ValueError("app must be video or browsing")
+        positive = ("duration_s", "video_s", "phy_mbps", "ap_queue_kb", "read_period_ms",
+                    "control_period_ms", "sample_s")  # fmt: skip
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.other_stations < 0 or self.pages <= 0:
+            raise ValueError("other_stations must be ≥ 0 and pages > 0")
+        NetPisParams(alpha=self.alpha, beta=self.beta, gamma=self.gamma)
+
+    @property
+    def policy(self) -> NetPisParams:
+        return NetPisParams(alpha=self.alpha, beta=self.beta, gamma=self.gamma)
+
+
+class Controller:
+    """The simulator side of NetPIS: samples, classifies, decides, applies."""
+
+    def __init__(
+        self,
+        env: Environment,
+        phone: Phone,
+        net: Network,
+        params: NetPisScenarioParams,
+        tracer: NeedTracer,
+    ) -> None:
+        self.env = env
+        self.phone = phone
+        self.net = net
+        self.allocator = Allocator(params.variant, params.policy)
+        self.apply = params.variant != "original"
+        self.tracer = tracer
+        self.period_ns = ms(params.control_period_ms)
+        self.idle_ns = seconds(params.idle_s)
+        self.exceptions = tuple(x.strip() for x in params.exceptions.split(",") if x.strip())
+        self._last_bytes: dict[int, int] = {}
+        self._active_ns: dict[int, int] = {}
+        self.decisions = 0
+        self.stopped = False
+        env.schedule(0, self._tick)
+
+    def sockets(self) -> list[Connection]:
+        return [c for c in self.net.connections if c.owner_pid >= 0]
+
+    def _tick(self, _: object) -> None:
+        now = self.env.now
+        procs = [
+            ProcInfo(p.pid, p.ppid, p.name, p.oom_score_adj) for p in self.phone.processes.alive
+        ]
+        socks = self.sockets()
+        fg = foreground_pid(procs)
+        fg_exists = False
+        for conn in socks:
+            key = id(conn)
+            got = conn.receiver.bytes_received
+            if got != self._last_bytes.get(key, 0):
+                self._last_bytes[key] = got
+                self._active_ns[key] = now
+            if (
+                conn.owner_pid == fg
+                and now - self._active_ns.get(key, -self.idle_ns) < self.idle_ns
+            ):
+                fg_exists = True
+            self.tracer.observe(now, conn.owner_pid, key, conn.receiver.unread)
+        self.tracer.maybe_persist(now)
+        if self.apply:
+            roles = classify(procs, {id(c): c.owner_pid for c in socks}, self.exceptions)
+            for conn in socks:
+                self._decide(conn, roles[id(conn)].foreground, roles[id(conn)].exempt, fg_exists)
+        if not self.stopped:
+            self.env.schedule(self.period_ns, self._tick)
+
+    def _decide(self, conn: Connection, foreground: bool, exempt: bool, fg_exists: bool) -> None:
+        rcv = conn.receiver
+        obs = SocketObservation(
+            need_bytes=self.tracer.socket_need(id(conn)),
+            process_max_need_bytes=self.tracer.process_max(conn.owner_pid),
+            rcvbuf_bytes=rcv.rcvbuf_bytes,
+            window_clamp_bytes=rcv.window_clamp,
+            committed_bytes=rcv.committed_bytes,
+            foreground=foreground,
+            foreground_exists=fg_exists,
+            exempt=exempt,
+        )
+        s = self.allocator.decide(obs)
+        self.decisions += 1
+        if s.rcvbuf_bytes > rcv.rcvbuf_bytes:  # case 1: buffer first, then the clamp
+            rcv.set_rcvbuf(s.rcvbuf_bytes)
+            rcv.set_window_clamp(s.window_clamp_bytes)
+        else:  # case 2 (or no change): the clamp first, then the buffer
+            rcv.set_window_clamp(s.window_clamp_bytes)
+            if s.rcvbuf_bytes != rcv.rcvbuf_bytes:
+                rcv.set_rcvbuf(s.rcvbuf_bytes)
+        if s.delack_bytes != rcv.delack_bytes or s.ato_ns != rcv.ato_ns:
+            rcv.set_delayed_ack(s.delack_bytes, s.ato_ns)
+
+
+def _network(env: Environment, params: NetPisScenarioParams) -> tuple[Network, WifiMedium]:
+    net = Network(env)
+    medium = WifiMedium(env, params.phy_mbps * 1e6)
+    stations = ["phone", *(f"sta{i}" for i in range(params.other_stations))]
+    queue = int(params.ap_queue_kb * 1024)
+    net.add_wifi(medium, "ap", stations, ap_queue_bytes=queue, station_queue_bytes=queue)
+    wired = 1e9  # servers' paths: 1 Gbit/s, never the bottleneck
+    for server, rtt in (("video-server", params.video_rtt_ms), ("store-server",
+                        params.store_rtt_ms), ("web-server", params.web_rtt_ms)):  # fmt: skip
+        net.add_link(server, "ap", wired, ms(rtt / 2), 1 << 24)
+    return net, medium
+
+
+def _video(env: Environment, net: Network, tcp: TcpConfig, proc: Process, service: str,
+           video_s: float) -> VideoApp:  # fmt: skip
+    ladder_kbps, segment_s, ahead_s = SERVICES[service]
+    http = HttpClient(net, "video-server", "phone", tcp, auto_read=False, owner_pid=proc.pid)
+    rule = ConservativeThroughput(mode="discrete", discrete_safety=0.8)
+    ladder = tuple(Representation(float(r)) for r in ladder_kbps)
+    return VideoApp(env, http, rule, ladder, video_s=video_s, segment_s=segment_s,
+                    buffer_max_s=ahead_s)  # fmt: skip
+
+
+class NetPisScenario:
+    name = "netpis"
+    summary = "foreground video vs a 1.1 GB background download on shared Wi-Fi (spec 05)"
+    params_type = NetPisScenarioParams
+    quick: Mapping[str, str] = MappingProxyType(
+        {"duration_s": "70", "fg_start_s": "15", "video_s": "40"}
+    )
+
+    def build(self, phone: Phone, params: NetPisScenarioParams) -> Session:
+        env = phone.env
+        net, medium = _network(env, params)
+        tcp = TcpConfig()  # Linux defaults; rcvbuf 1 MB = Android 4.x wifi tcp_rmem default
+        tracer = NeedTracer(Path(params.trace_path) if params.trace_path else None)
+        controller = Controller(env, phone, net, params, tracer)
+        procs = phone.processes
+        read_ns = ms(params.read_period_ms)
+        state = _State()
+        for i in range(params.other_stations):
+            other = BulkFlow(net, "video-server", f"sta{i}", tcp)
+            other.start()
+            state.others.append(other)
+        with_bg = params.mode == "seq" or params.background
+        if with_bg:
+            store = procs.spawn("com.android.vending", SERVICE_ADJ, env.now)
+            state.bg = AppStoreDownload(net, "store-server", "phone", tcp, store.pid)
+            state.bg.start()
+            bg_conn = state.bg.connection
+            state.readers.append(SocketReader(env, read_ns, lambda: (bg_conn,)))
+        fg_start = seconds(params.fg_start_s if params.mode == "seq" else 0.0)
+        end_ns = seconds(params.duration_s)
+
+        def start_fg(_: object) -> None:
+            name = "com.google.android.youtube" if params.app == "video" else "com.android.browser"
+            proc = procs.spawn(name, FOREGROUND_APP_ADJ, env.now)
+            state.fg_pid = proc.pid
+            if params.mode == "memory" and params.app == "browsing":
+                browser = BrowsingApp(env, net, "web-server", "phone", tcp, proc.pid,
+                                      env.rng("browsing"), pages=params.pages)  # fmt: skip
+                state.browser = browser
+                state.readers.append(SocketReader(env, read_ns, lambda: browser.connections))
+                done = browser.done
+            else:
+                video = _video(env, net, tcp, proc, params.service, params.video_s)
+                state.video = video
+                http = video.http
+                state.readers.append(SocketReader(env, read_ns, lambda: http.connections))
+                done = video.done
+            done.callbacks.append(lambda _: finish_fg(proc))  # type: ignore[union-attr]
+
+        def finish_fg(proc: Process) -> None:
+            state.fg_end_ns = env.now
+            procs.set_adj(proc, PREVIOUS_APP_ADJ)  # the user leaves the app
+            if params.mode != "seq":  # nothing left to watch: let the run drain
+                if state.bg is not None:
+                    state.bg.flow.stop()
+                for other in state.others:
+                    other.stop()
+                for reader in state.readers:
+                    reader.stopped = True
+                controller.stopped = True
+                sampler_stop[0] = True
+
+        env.schedule(fg_start, start_fg)
+        samples: list[tuple[float, int, int, int, int]] = []
+        sampler_stop = [False]
+
+        def sample(_: object) -> None:
+            fg_bytes = fg_buf = bg_buf = 0
+            for c in controller.sockets():
+                if c.owner_pid == state.fg_pid:
+                    fg_bytes += c.receiver.bytes_received
+                    fg_buf += c.receiver.rcvbuf_bytes
+                else:
+                    bg_buf += c.receiver.rcvbuf_bytes
+            bg = state.bg
+            samples.append((env.now / 1e9, fg_bytes, bg.bytes_received if bg else 0, fg_buf,
+                            bg_buf))  # fmt: skip
+            if not sampler_stop[0]:
+                env.schedule(seconds(params.sample_s), sample)
+
+        env.schedule(0, sample)
+        duration = end_ns
+        if params.mode == "service":  # generous: ends early once the video has ended
+            duration = seconds(params.video_s * 3 + 120)
+
+        def collect() -> ScenarioOutput:
+            return _collect(params, state, controller, net, medium, samples)
+
+        return Session(duration, collect)
+
+
+class _State:
+    def __init__(self) -> None:
+        self.bg: AppStoreDownload | None = None
+        self.video: VideoApp | None = None
+        self.browser: BrowsingApp | None = None
+        self.readers: list[SocketReader] = []
+        self.others: list[BulkFlow] = []
+        self.fg_pid = -2
+        self.fg_end_ns = -1
+
+
+def _collect(
+    params: NetPisScenarioParams,
+    state: _State,
+    controller: Controller,
+    net: Network,
+    medium: WifiMedium,
+    samples: list[tuple[float, int, int, int, int]],
+) -> ScenarioOutput:
+    series = pd.DataFrame(samples, columns=["t_s", "fg_bytes", "bg_bytes", "fg_rcvbuf_bytes",
+                                            "bg_rcvbuf_bytes"])  # fmt: skip
+    metrics: dict[str, float | int | bool | str] = {}
+    nan = float("nan")
+    fg_start_s = params.fg_start_s if params.mode == "seq" else 0.0
+    metrics["fg_bytes_total"] = int(series["fg_bytes"].iloc[-1]) if len(series) else 0
+    metrics["bg_bytes_total"] = int(series["bg_bytes"].iloc[-1]) if len(series) else 0
+    at = series[series["t_s"] <= fg_start_s + 60 + 1e-9]
+    metrics["fg_bytes_at_60s"] = int(at["fg_bytes"].iloc[-1]) if len(at) else 0
+    video = state.video
+    if video is not None:
+        metrics["service_s"] = video.service_s
+        metrics["startup_s"] = (
+            (video.first_frame_ns - video.started_ns) / 1e9 if video.first_frame_ns >= 0 else nan
+        )
+        metrics["rebuffer_s"] = video.rebuffer_s
+        rates = [s.rate_kbps for s in video.segments]
+        metrics["mean_rate_kbps"] = sum(rates) / len(rates) if rates else nan
+        metrics["fg_done_s"] = video.downloaded_ns / 1e9 if video.downloaded_ns >= 0 else nan
+    if state.browser is not None:
+        loads = state.browser.page_load_s
+        metrics["page_load_s"] = sum(loads) / len(loads) if loads else nan
+    metrics["bg_recovery_s"] = _recovery_s(series, params, metrics.get("fg_done_s", nan))
+    end_s = state.fg_end_ns / 1e9 if state.fg_end_ns >= 0 else params.duration_s
+    session = series[(series["t_s"] >= fg_start_s) & (series["t_s"] <= end_s)]
+    total = session["fg_rcvbuf_bytes"] + session["bg_rcvbuf_bytes"]
+    # Receive-buffer memory of all the phone's sockets while the foreground app runs.
+    metrics["rcvbuf_mb"] = float(total.mean()) / 2**20 if len(session) else nan
+    metrics["fg_rcvbuf_mb"] = (
+        float(session["fg_rcvbuf_bytes"].mean()) / 2**20 if len(session) else nan
+    )
+    metrics["overruns"] = sum(c.receiver.overruns for c in net.connections)
+    metrics["fg_acks"] = sum(c.receiver.acks_sent for c in controller.sockets()
+                             if c.owner_pid == state.fg_pid)  # fmt: skip
+    bg = state.bg
+    metrics["bg_acks"] = bg.connection.receiver.acks_sent if bg else 0
+    metrics["decisions"] = controller.decisions
+    metrics["airtime_busy_s"] = medium.busy_ns / 1e9
+    metrics["phone_uplink_airtime_s"] = net.links[("phone", "ap")].airtime_ns / 1e9  # type: ignore[attr-defined]
+    return ScenarioOutput(metrics=metrics, tables={"timeseries": series})
+
+
+def _recovery_s(series: pd.DataFrame, params: NetPisScenarioParams, fg_done_s: Any) -> float:
+    """Seconds from the foreground's last download until the background's throughput is
+    back to 80% of what it had alone before the foreground started (nan if it never is)."""
+    if params.mode != "seq" or not isinstance(fg_done_s, float) or fg_done_s != fg_done_s:
+        return float("nan")
+    dt = params.sample_s
+    rate = series["bg_bytes"].diff().fillna(0.0) / dt
+    smooth = rate.rolling(max(1, round(1.0 / dt)), min_periods=1).mean()
+    before = (series["t_s"] > params.fg_start_s - 5) & (series["t_s"] <= params.fg_start_s)
+    alone = float(rate[before].mean()) if before.any() else float("nan")
+    after = series["t_s"] >= fg_done_s
+    for t, r in zip(series["t_s"][after], smooth[after], strict=True):
+        if r >= 0.8 * alone:
+            return max(0.0, float(t) - fg_done_s)
+    return float("nan")
