@@ -18,6 +18,7 @@ Every socket has a timeout and every agent a deadline, so nothing outlives its r
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -158,7 +159,7 @@ def run_sender(config: dict[str, Any]) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         _set_cc(sock, config["cc"])
         sock.settimeout(2.0)
-        sock.connect((config["sink"], SINK_PORT))
+        sock.connect((config["sink"], config.get("port", SINK_PORT)))
         view = memoryview(_PAYLOAD)[:_CHUNK]
         next_sample = time.monotonic_ns() + 1_000_000_000
         try:
@@ -195,7 +196,7 @@ def run_sink(config: dict[str, Any]) -> None:
         except TimeoutError:
             continue
         controller.update(conn, _now_s(t0), "competitor")
-        _drain(conn, counter, until, lambda: controller.after_receive(conn))
+        _drain(conn, counter, until, functools.partial(controller.after_receive, conn))
         conn.close()
     _write(config, {"bins": counter.bins})
 

@@ -12,27 +12,24 @@ with like.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pandas as pd
 
 from mqoe import __version__
 from mqoe.emulation.agent import SINK_PORT
+from mqoe.emulation.launch import AgentSpec, delay_line, launch
 from mqoe.emulation.topology import (
     CLIENT_ADDR,
     SERVER_ADDR,
-    TUN_NAME,
     BottleneckSpec,
     Topology,
     cleanup,
@@ -69,8 +66,6 @@ UNITS = {
     "bottleneck_drops": "packets",
 }
 CONDITION_KEYS = ("buffer_kbit", "mode", "c", "connection", "restart_after_idle")
-_READY_TIMEOUT_S = 60.0  # agents import Python and bind sockets (slow on a busy machine)
-_GRACE_S = 15.0
 
 
 @dataclass
@@ -121,7 +116,7 @@ def run_real(
     bottleneck = BottleneckSpec(params.link_mbps, max(1, round(params.buffer_kbit * 125)))
     with tempfile.TemporaryDirectory(prefix="mqoe-testbed-") as tmp, Topology(bottleneck) as topo:
         _configure_tcp(topo, params)
-        outputs = _run_agents(topo, params, merged, receiver, Path(tmp), log)
+        outputs = launch(topo, _agents(params, merged, receiver), params.duration_s, Path(tmp), log)
         qdisc = topo.qdisc_stats()
     return _assemble(params, outputs, qdisc, started, time.perf_counter() - wall0)
 
@@ -142,93 +137,22 @@ def _configure_tcp(topo: Topology, params: SpiralParams) -> None:
         topo.set_route_options("cli", quickack=1)
 
 
-def _run_agents(
-    topo: Topology,
-    params: SpiralParams,
-    overrides: Mapping[str, str],
-    receiver: str,
-    tmp: Path,
-    log: Callable[[str], None] | None,
-) -> dict[str, Any]:
+def _agents(params: SpiralParams, overrides: Mapping[str, str], receiver: str) -> list[AgentSpec]:
     cc = "cubic" if params.cc == "cubic" else "reno"
     until = params.duration_s
-    rtt_half_ms = params.rtt_ms / 2  # each packet crosses the router once per direction
     comp_stop = min(params.competitor_end_s, params.duration_s)
-    configs: dict[str, tuple[str, dict[str, Any]]] = {
-        "delayline": ("rtr", {"tun": TUN_NAME, "delay_ms": rtt_half_ms, "until_s": until + 5}),
-        "server": ("srv", {"addr": SERVER_ADDR, "cc": cc, "until_s": until + 1}),
-        "sink": ("cli", {"addr": CLIENT_ADDR, "sample_s": params.sample_s, "until_s": until,
-                         "port": SINK_PORT}),  # fmt: skip
-        "sender": ("cmp", {"sink": CLIENT_ADDR, "cc": cc, "start_s": params.competitor_start_s,
-                           "stop_s": comp_stop, "until_s": until}),  # fmt: skip
-        "client": ("cli", {"server": SERVER_ADDR, "params": dict(overrides),
-                           "receiver": receiver, "until_s": until}),  # fmt: skip
-    }
-    procs: dict[str, subprocess.Popen[str]] = {}
-    logs: dict[str, IO[str]] = {}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    try:
-        for name, (role, config) in configs.items():
-            config["out"] = str(tmp / f"{name}.json")
-            logs[name] = open(tmp / f"{name}.log", "w+")  # noqa: SIM115 (closed below)
-            procs[name] = subprocess.Popen(
-                ["ip", "netns", "exec", topo.ns[role], sys.executable, "-m",
-                 "mqoe.emulation.agent", name, json.dumps(config)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[name], text=True,
-                env=env,
-            )  # fmt: skip
-        for name, proc in procs.items():
-            _await_ready(name, proc, logs[name])
-        t0 = time.monotonic_ns() + 200_000_000
-        for proc in procs.values():
-            assert proc.stdin is not None
-            proc.stdin.write(f"{t0}\n")
-            proc.stdin.flush()
-        if log:
-            log(f"running {until:.0f} s of wall time in {topo.ns['cli'].rsplit('-', 1)[0]}-*")
-        deadline = time.monotonic() + until + _GRACE_S
-        for name in ("client", "sender", "sink", "server"):
-            procs[name].wait(timeout=max(1.0, deadline - time.monotonic()))
-        delay = procs["delayline"]
-        assert delay.stdin is not None
-        delay.stdin.close()  # stops the delay line, which then writes its statistics
-        delay.wait(timeout=10)
-        return {name: _result(name, procs[name], tmp, logs[name]) for name in configs}
-    except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"testbed agent did not finish in time: {exc}") from None
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()  # by pid: our own child
-                proc.wait(timeout=5)
-        for handle in logs.values():
-            handle.close()
-
-
-def _await_ready(name: str, proc: subprocess.Popen[str], log: IO[str]) -> None:
-    import selectors
-
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if sel.select(_READY_TIMEOUT_S) and proc.stdout.readline().strip() == "ready":
-            return
-    proc.kill()
-    raise RuntimeError(f"testbed agent {name} did not start: {_tail(log)}")
-
-
-def _result(name: str, proc: subprocess.Popen[str], tmp: Path, log: IO[str]) -> Any:
-    path = tmp / f"{name}.json"
-    if not path.exists():
-        raise RuntimeError(f"testbed agent {name} exited {proc.returncode}: {_tail(log)}")
-    return json.loads(path.read_text())
-
-
-def _tail(log: IO[str]) -> str:
-    log.flush()
-    log.seek(0)
-    lines = log.read().strip().splitlines()
-    return " | ".join(lines[-3:]) or "no output"
+    server = {"addr": SERVER_ADDR, "cc": cc, "until_s": until + 1}
+    sink = {"addr": CLIENT_ADDR, "sample_s": params.sample_s, "port": SINK_PORT}
+    sender = {"sink": CLIENT_ADDR, "cc": cc, "port": SINK_PORT,
+              "start_s": params.competitor_start_s, "stop_s": comp_stop}  # fmt: skip
+    client = {"server": SERVER_ADDR, "params": dict(overrides), "receiver": receiver}
+    return [
+        delay_line(params.rtt_ms, until),
+        AgentSpec("server", "srv", "server", server),
+        AgentSpec("sink", "cli", "sink", sink),
+        AgentSpec("sender", "cmp", "sender", sender),
+        AgentSpec("client", "cli", "client", client),
+    ]
 
 
 def _assemble(

@@ -19,6 +19,7 @@ Offloads are switched off on every veth (TSO, GSO, GRO, via the ethtool ioctl, s
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import os
@@ -245,10 +246,8 @@ def _remove_namespaces(names: Sequence[str]) -> None:
         if name not in existing:
             continue
         for pid in ip("netns", "pids", name, check=False).split():
-            try:
+            with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid), 9)
-            except (ProcessLookupError, ValueError):
-                pass
         ip("netns", "del", name, check=False)
 
 
