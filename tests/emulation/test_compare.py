@@ -27,7 +27,7 @@ def _rows(figure: str, profile: str, rate: float, drops: float) -> list[MetricRo
             "rate_competing_kbps",
             1.0,
             "kbit/s",
-        ),  # fmt: skip
+        ),
     ]
 
 

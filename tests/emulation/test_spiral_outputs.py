@@ -24,19 +24,39 @@ def test_series_turns_bins_into_cumulative_bytes_and_rates() -> None:
 
 
 def test_segments_have_the_simulators_columns_and_throughput() -> None:
-    row = {"segment": 0, "representation": 6, "rate_kbps": 1750.0, "size_bytes": 875000,
-           "request_s": 1.0, "done_s": 3.0, "buffer_s": 8.0, "new_connection": False}  # fmt: skip
+    row = {
+        "segment": 0,
+        "representation": 6,
+        "rate_kbps": 1750.0,
+        "size_bytes": 875000,
+        "request_s": 1.0,
+        "done_s": 3.0,
+        "buffer_s": 8.0,
+        "new_connection": False,
+    }
     frame = segments_frame([row])
-    assert list(frame.columns) == ["segment", "representation", "rate_kbps", "size_bytes",
-                                   "request_s", "done_s", "throughput_kbps", "buffer_s",
-                                   "new_connection"]  # fmt: skip
+    assert list(frame.columns) == [
+        "segment",
+        "representation",
+        "rate_kbps",
+        "size_bytes",
+        "request_s",
+        "done_s",
+        "throughput_kbps",
+        "buffer_s",
+        "new_connection",
+    ]
     assert frame["throughput_kbps"].iloc[0] == pytest.approx(3500.0)
 
 
 def test_condition_names_the_case_the_same_way_on_both_sides() -> None:
     discrete = params_dict(spiral_params({"buffer_kbit": "75"}))
-    assert condition(discrete) == {"buffer_kbit": "75.0", "mode": "discrete",
-                                   "connection": "persistent", "restart_after_idle": "true"}  # fmt: skip
+    assert condition(discrete) == {
+        "buffer_kbit": "75.0",
+        "mode": "discrete",
+        "connection": "persistent",
+        "restart_after_idle": "true",
+    }
     continuous = params_dict(spiral_params({"mode": "continuous", "c": "1.0"}))
     assert condition(continuous)["c"] == "1.0"
 
@@ -48,13 +68,27 @@ def test_bad_parameters_are_user_errors() -> None:
 
 def test_simulate_writes_the_same_schema_and_compares_with_itself(tmp_path: Path) -> None:
     out = tmp_path / "sim"
-    args = ["testbed", "spiral", "--simulate", "--set", "duration_s=30",
-            "competitor_start_s=15", "settle_s=2", "buffer_max_s=12", "--out", str(out)]  # fmt: skip
+    args = [
+        "testbed",
+        "spiral",
+        "--simulate",
+        "--set",
+        "duration_s=30",
+        "competitor_start_s=15",
+        "settle_s=2",
+        "buffer_max_s=12",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     rows = read_metrics_csv(out / "metrics.csv")
     assert {r.figure for r in rows} == {"spiral-sim"}
-    assert {r.metric for r in rows} >= {"rate_competing_kbps", "competitor_tput_kbps",
-                                         "fair_share_kbps", "video_tput_competing_kbps"}  # fmt: skip
+    assert {r.metric for r in rows} >= {
+        "rate_competing_kbps",
+        "competitor_tput_kbps",
+        "fair_share_kbps",
+        "video_tput_competing_kbps",
+    }
     series = pd.read_csv(out / "timeseries.csv")
     assert {"t_s", "video_kbps", "competitor_kbps"} <= set(series.columns)
     assert (out / "spiral-sim.png").exists() and (out / "summary.md").exists()

@@ -34,7 +34,7 @@ def _ours() -> tuple[list[str], list[str]]:
 
 def test_refuses_without_root_with_one_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(topology.os, "geteuid", lambda: 1000)
-    with pytest.raises(UserError, match="needs root .* not running as root"):
+    with pytest.raises(UserError, match=r"needs root .* not running as root"):
         topology.require_testbed()
 
 
