@@ -90,6 +90,7 @@ def run_server(config: dict[str, Any]) -> None:
     t0 = _handshake()
     deadline = t0 + int(config["until_s"] * 1e9)
     retransmits: list[int] = []
+    requests: list[tuple[float, int, int, int]] = []  # (t_s, size, cwnd, ssthresh) at request
     lock = threading.Lock()
 
     def serve(conn: socket.socket) -> None:
@@ -98,7 +99,7 @@ def run_server(config: dict[str, Any]) -> None:
         conn.settimeout(max(1.0, (deadline - time.monotonic_ns()) / 1e9))
         _set_cc(conn, config["cc"])
         try:
-            _serve_requests(conn)
+            _serve_requests(conn, requests, t0)
         except OSError:
             pass
         finally:
@@ -118,10 +119,15 @@ def run_server(config: dict[str, Any]) -> None:
         threading.Thread(target=serve, args=(conn,), daemon=True).start()
     time.sleep(0.2)  # let finished connections report
     with lock:
-        _write(config, {"connections": len(retransmits), "retransmits": sum(retransmits)})
+        _write(config, {"connections": len(retransmits), "retransmits": sum(retransmits),
+                        "requests": requests})  # fmt: skip
 
 
-def _serve_requests(conn: socket.socket) -> None:
+def _serve_requests(conn: socket.socket, log: list[tuple[float, int, int, int]], t0: int) -> None:
+    """Answer ``GET /<bytes>`` requests; log cwnd and ssthresh as each one arrives (what
+    restart-after-idle leaves of the window after the client's idle period)."""
+    from mqoe.emulation.receiver import tcp_info_cwnd
+
     pending = b""
     view = memoryview(_PAYLOAD)
     while True:
@@ -134,6 +140,7 @@ def _serve_requests(conn: socket.socket) -> None:
         request = head.split(b"\r\n", 1)[0].split()
         size = int(request[1].lstrip(b"/")) if len(request) > 1 else 0
         close = b"connection: close" in head.lower()
+        log.append((_now_s(t0), size, *tcp_info_cwnd(conn)))
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Type: "
                      b"application/octet-stream\r\n\r\n" % size)  # fmt: skip
         while size > 0:

@@ -20,8 +20,8 @@ def write_run(out_dir: Path, record: RunRecord, figure: str, real: RealRun | Non
     """metrics.csv, segments.csv, timeseries.csv, run.json, summary.md and a figure."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = write_metrics_csv(out_dir / "metrics.csv", metric_rows(record, figure))
-    for name in ("segments", "timeseries"):
-        atomic_write_text(out_dir / f"{name}.csv", record.tables[name].to_csv(index=False))
+    for name, table in record.tables.items():
+        atomic_write_text(out_dir / f"{name}.csv", table.to_csv(index=False))
     info: dict[str, Any] = {
         "figure": figure,
         "params": dict(record.params),

@@ -115,6 +115,18 @@ def observe(sock: socket.socket, now_s: float, flow: str) -> SocketObservation:
     )
 
 
+_TCPI_SND_SSTHRESH = 76
+
+
+def tcp_info_cwnd(sock: socket.socket) -> tuple[int, int]:
+    """(cwnd, ssthresh) of a sending socket, in segments."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
+    info = info.ljust(_TCP_INFO_LEN, b"\0")
+    cwnd, ssthresh = (struct.unpack_from("I", info, off)[0]
+                      for off in (_TCPI_SND_CWND, _TCPI_SND_SSTHRESH))  # fmt: skip
+    return int(cwnd), int(ssthresh)
+
+
 def tcp_info_sender(sock: socket.socket) -> tuple[float, int, int]:
     """(srtt ms, cwnd segments, total retransmits) of a sending socket."""
     info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)

@@ -178,6 +178,8 @@ def _assemble(
     metrics["delay_line_error_max_ms"] = delay["error_max_ms"]
     metrics["idle_rtt_ms"] = client.get("idle_rtt_ms", math.nan)
     samples = pd.DataFrame(outputs["sender"]["samples"], columns=["t_s", "srtt_ms", "cwnd"])
+    server_log = pd.DataFrame(outputs["server"].get("requests", []),
+                              columns=["t_s", "size_bytes", "cwnd", "ssthresh"])  # fmt: skip
     record = RunRecord(
         run_id=f"spiral-real-{int(time.time())}-{os.getpid()}",
         scenario="spiral-real",
@@ -189,7 +191,12 @@ def _assemble(
         wall_time_s=wall_s,
         sim_duration_s=params.duration_s,
         metrics=metrics,
-        tables={"segments": segments, "timeseries": series, "competitor_tcp": samples},
+        tables={
+            "segments": segments,
+            "timeseries": series,
+            "competitor_tcp": samples,
+            "video_cwnd_at_request": server_log,
+        },
     )
     return RealRun(record, delay, qdisc, metrics["idle_rtt_ms"],  # type: ignore[arg-type]
                    client.get("receiver_applied", []))  # fmt: skip
