@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     spiral.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                         help="spiral parameters, as for `mqoe run spiral`")  # fmt: skip
     spiral.add_argument("--quick", action="store_true",
-                        help="a 50 s time-scaled schedule (competitor at 25 s)")  # fmt: skip
+                        help="a 40 s time-scaled schedule (competitor at 20 s)")  # fmt: skip
     spiral.add_argument("--simulate", action="store_true",
                         help="run the simulator instead, same parameters and outputs")  # fmt: skip
     spiral.add_argument("--receiver", default="",

@@ -43,13 +43,14 @@ from mqoe.workloads.spiral import SpiralParams, spiral_metrics
 
 PROFILE = "nexus-5"  # the simulator's client phone (spiral is network-bound)
 SEED = 1
-# Time-scaled schedule for --quick: the buffer fills in ~20 s, the competitor starts at
-# 25 s, 20 s are averaged after a 5 s settling time: under a minute of wall time.
+# Time-scaled schedule for --quick: a 16 s buffer is full after ~10 s, so the client
+# idles between segments before the competitor starts at 20 s; 16 s are averaged after
+# a 4 s settling time. About 45 s of wall time with setup.
 QUICK: Mapping[str, str] = {
-    "duration_s": "50",
-    "competitor_start_s": "25",
-    "settle_s": "5",
-    "buffer_max_s": "24",
+    "duration_s": "40",
+    "competitor_start_s": "20",
+    "settle_s": "4",
+    "buffer_max_s": "16",
 }
 UNITS = {
     "rate_alone_kbps": "kbit/s",
