@@ -52,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
         why = unavailable_reason()
         out.print(f"testbed unavailable: {why}" if why else "testbed available")
         return 0 if not why else 1
+    import signal
+
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` tears the testbed down like Ctrl-C
     from mqoe.emulation.outputs import HEALTH, write_run
     from mqoe.emulation.spiral import run_real, run_simulated
     from mqoe.workloads.base import parse_assignments
@@ -79,3 +82,7 @@ def run(args: argparse.Namespace) -> int:
         f"fair share {m['fair_share_kbps']:.0f} kbit/s → {path}"
     )
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

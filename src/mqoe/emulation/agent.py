@@ -18,6 +18,7 @@ Every socket has a timeout and every agent a deadline, so nothing outlives its r
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -169,9 +170,11 @@ def run_sender(config: dict[str, Any]) -> None:
         sock.connect((config["sink"], config.get("port", SINK_PORT)))
         view = memoryview(_PAYLOAD)[:_CHUNK]
         next_sample = time.monotonic_ns() + 1_000_000_000
+        sock.settimeout(0.5)  # a send may wait out RTO backoff: keep trying until stop
         try:
             while (now := time.monotonic_ns()) < stop:
-                sock.send(view)
+                with contextlib.suppress(TimeoutError):
+                    sock.send(view)
                 if now >= next_sample:
                     rtt, cwnd, retransmits = tcp_info_sender(sock)
                     samples.append((_now_s(t0), rtt, cwnd))

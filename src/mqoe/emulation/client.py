@@ -79,14 +79,16 @@ class _Connection:
         return None if n is None else bytes(self.buf[:n])
 
     def _recv_into(self, deadline_ns: int) -> int | None:
-        left = (deadline_ns - time.monotonic_ns()) / 1e9
-        if left <= 0:
-            return None
-        self.sock.settimeout(min(left, 30.0))
-        try:
-            n = self.sock.recv_into(self.buf)
-        except TimeoutError:
-            return None
+        while True:  # a stalled download (RTO backoff) waits, up to the run's end
+            left = (deadline_ns - time.monotonic_ns()) / 1e9
+            if left <= 0:
+                return None
+            self.sock.settimeout(min(left, 1.0))
+            try:
+                n = self.sock.recv_into(self.buf)
+                break
+            except TimeoutError:
+                continue
         if n == 0:
             raise ConnectionError("the server closed the connection mid-segment")
         self.controller.after_receive(self.sock)
