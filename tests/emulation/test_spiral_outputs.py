@@ -93,3 +93,12 @@ def test_simulate_writes_the_same_schema_and_compares_with_itself(tmp_path: Path
     assert {"t_s", "video_kbps", "competitor_kbps"} <= set(series.columns)
     assert (out / "spiral-sim.png").exists() and (out / "summary.md").exists()
     assert main(["compare", str(out / "metrics.csv"), str(out / "metrics.csv")]) == 0
+
+
+def test_simulated_bulk_flows_fill_a_large_buffer_link(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["testbed", "bulk", "--simulate", "--flows", "2", "--buffer-kbit", "120",
+            "--duration-s", "8"]  # fmt: skip
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    total = float(printed.split("total ")[1].split(")")[0])
+    assert total == pytest.approx(5000 * 1460 / 1500, rel=0.05)  # payload share of 1500 B

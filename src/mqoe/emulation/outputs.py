@@ -30,7 +30,8 @@ def write_run(out_dir: Path, record: RunRecord, figure: str, real: RealRun | Non
     }
     if real is not None:
         info |= {"qdisc": real.qdisc, "delay_line": real.delay_line,
-                 "receiver_applied": real.receiver_applied}  # fmt: skip
+                 "receiver_applied": real.receiver_applied, "tcp_counters": real.tcp_counters,
+                 "bottleneck": real.bottleneck}  # fmt: skip
     atomic_write_text(out_dir / "run.json", json.dumps(info, indent=1, default=str))
     atomic_write_text(out_dir / "summary.md", summary_markdown(record, figure))
     plot(record, figure, out_dir / figure)

@@ -26,6 +26,7 @@ import pandas as pd
 
 from mqoe import __version__
 from mqoe.emulation.agent import SINK_PORT
+from mqoe.emulation.bulk import LINUX_COUNTERS
 from mqoe.emulation.launch import AgentSpec, delay_line, launch
 from mqoe.emulation.topology import (
     CLIENT_ADDR,
@@ -78,6 +79,8 @@ class RealRun:
     qdisc: dict[str, int] = field(default_factory=dict)
     idle_rtt_ms: float = math.nan
     receiver_applied: list[Any] = field(default_factory=list)
+    tcp_counters: dict[str, dict[str, int]] = field(default_factory=dict)  # per sender host
+    bottleneck: BottleneckSpec | None = None
 
 
 def spiral_params(overrides: Mapping[str, str], quick: bool = False) -> SpiralParams:
@@ -101,6 +104,7 @@ def run_real(
     quick: bool = False,
     *,
     receiver: str = "",
+    burst_bytes: int = 0,
     log: Callable[[str], None] | None = None,
 ) -> RealRun:
     """Build the testbed, run the client and the competitor in real time, tear it down."""
@@ -115,11 +119,19 @@ def run_real(
     started = datetime.now(UTC).isoformat(timespec="seconds")
     wall0 = time.perf_counter()
     bottleneck = BottleneckSpec(params.link_mbps, max(1, round(params.buffer_kbit * 125)))
+    if burst_bytes:
+        bottleneck = BottleneckSpec(bottleneck.rate_mbps, bottleneck.limit_bytes, burst_bytes)
     with tempfile.TemporaryDirectory(prefix="mqoe-testbed-") as tmp, Topology(bottleneck) as topo:
         _configure_tcp(topo, params)
         outputs = launch(topo, _agents(params, merged, receiver), params.duration_s, Path(tmp), log)
         qdisc = topo.qdisc_stats()
-    return _assemble(params, outputs, qdisc, started, time.perf_counter() - wall0)
+        counters = {role: topo.tcp_counters(role) for role in ("srv", "cmp")}
+    run = _assemble(params, outputs, qdisc, started, time.perf_counter() - wall0)
+    run.tcp_counters = {
+        role: {k: v for k, v in c.items() if k in LINUX_COUNTERS} for role, c in counters.items()
+    }
+    run.bottleneck = bottleneck
+    return run
 
 
 def _configure_tcp(topo: Topology, params: SpiralParams) -> None:

@@ -228,6 +228,20 @@ class Topology:
         extra = [str(x) for kv in options.items() for x in kv]
         ip("route", "replace", "default", "via", f"{net}.1", *extra, netns=self.ns[role])
 
+    def tcp_counters(self, role: str) -> dict[str, int]:
+        """The namespace's Linux TCP counters (``/proc/net/netstat`` TcpExt and
+        ``/proc/net/snmp`` Tcp, as ``nstat`` shows them): timeouts, loss probes, …"""
+        counters: dict[str, int] = {}
+        for table in ("netstat", "snmp"):
+            lines = in_ns(self.ns[role], "cat", f"/proc/net/{table}").splitlines()
+            for names, values in zip(lines[::2], lines[1::2], strict=False):
+                prefix, _, keys = names.partition(":")
+                if prefix not in ("TcpExt", "Tcp"):
+                    continue
+                for key, value in zip(keys.split(), values.partition(":")[2].split(), strict=False):
+                    counters[f"{prefix}{key}"] = int(value)
+        return counters
+
     def qdisc_stats(self) -> dict[str, int]:
         """The bottleneck's counters: packets sent, dropped and overlimits."""
         text = _run(["tc", "-s", "-n", self.ns["rtr"], "qdisc", "show", "dev",
