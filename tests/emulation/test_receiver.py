@@ -90,3 +90,15 @@ def test_observation_reads_tcp_info(connected: tuple[socket.socket, socket.socke
     obs = observe(client, 2.0, "video")
     assert obs.bytes_received == 5000
     assert obs.rtt_ms > 0 and obs.rcv_space_bytes > 0
+
+
+def test_the_clamp_is_reapplied_after_each_receive(
+    connected: tuple[socket.socket, socket.socket],
+) -> None:
+    client, _ = connected
+    controller = ReceiverController(FixedReceiverRule(window_clamp_bytes=4096))
+    controller.update(client, 0.0, "video")
+    # receive-buffer autotuning raises window_clamp as it grows the buffer
+    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP, 1 << 20)
+    controller.after_receive(client)
+    assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP) == 4096

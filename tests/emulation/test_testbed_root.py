@@ -97,7 +97,7 @@ def test_a_clamped_receiver_is_throttled() -> None:
                       duration_s=8.0)  # fmt: skip
     clamped, free = result.goodput_kbps
     # 4 KiB per RTT of ~4.5 ms + ~24 ms of the other flow's queue ≈ 1.2 Mbit/s at most
-    assert clamped < 0.5 * free
+    assert clamped < 1500 and clamped < 0.4 * free  # measured ≈ 1060 vs 3710
     assert clamped + free == pytest.approx(5000 * PAYLOAD_PER_FRAME, rel=0.1)
 
 
