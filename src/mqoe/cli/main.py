@@ -30,7 +30,7 @@ ANALYSERS = ("memlog", "gfxinfo", "layout", "systrace", "pcap", "anr", "examples
 
 # Top-level commands that live in their own module mqoe.cli.cmd_NAME, with HELP,
 # add_arguments(parser) and run(args) -> exit code (heavy imports inside run()).
-PLUGIN_COMMANDS: tuple[str, ...] = ()
+PLUGIN_COMMANDS: tuple[str, ...] = ("sweep",)
 
 
 def _analyser(name: str) -> ModuleType:
