@@ -92,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", choices=("table", "csv", "json"), default="table")
     listing = rsub.add_parser("list", help="stored runs, newest first")
     listing.add_argument("--results", type=Path, default=None, help="results directory")
+    listing.add_argument("--sweep", default=None, help="only this sweep's runs")
+    export = rsub.add_parser("export", help="write a view or a query to CSV or Parquet")
+    export.add_argument("what", help='a view (runs, failures, sweeps, a table) or "select …"')
+    export.add_argument("path", type=Path, help="output file, .csv or .parquet")
+    export.add_argument("--results", type=Path, default=None, help="results directory")
 
     analyze = sub.add_parser("analyze", help="analyse real data pulled from phones")
     asub = analyze.add_subparsers(dest="format", required=True, parser_class=_Parser)
@@ -319,11 +324,20 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
     store = ResultsStore(args.results if args.results is not None else default_results_dir())
     if args.action == "list":
+        where = ""
+        if args.sweep is not None:
+            where = "where sweep = '{}' ".format(args.sweep.replace("'", "''"))
         frame = store.query(
             "select run_id, scenario, profile, seed, started_utc, wall_time_s from runs "
-            "order by started_utc desc, run_id"
+            f"{where}order by started_utc desc, run_id"
         )
         print_frame(frame, "table")
+        return 0
+    if args.action == "export":
+        from mqoe.results.api import export
+
+        written = export(store.root, args.what, args.path)
+        out.print(f"wrote {written}")
         return 0
     print_frame(store.query(args.sql), args.format)
     return 0
