@@ -72,6 +72,7 @@ class Backend:
     workers: int | None = None  # default: every core
     scheduler: str | None = None
     local_cluster: int | None = None
+    connect_timeout_s: float = 20.0  # how long to wait for a Dask scheduler
 
     def __post_init__(self) -> None:
         if self.scheduler is not None and self.local_cluster is not None:
@@ -86,7 +87,7 @@ class Backend:
         if not jobs:
             return iter(())
         if self.scheduler is not None or self.local_cluster is not None:
-            return _dask_outcomes(jobs, self.scheduler, self.local_cluster)
+            return _dask_outcomes(jobs, self.scheduler, self.local_cluster, self.connect_timeout_s)
         workers = min(self.workers or _cores(), len(jobs))
         if workers == 1:
             return (run_job(job) for job in jobs)
@@ -217,7 +218,7 @@ def _pool_outcomes(jobs: Sequence[Job], workers: int) -> Iterator[Outcome]:
 
 
 def _dask_outcomes(
-    jobs: Sequence[Job], scheduler: str | None, local_cluster: int | None
+    jobs: Sequence[Job], scheduler: str | None, local_cluster: int | None, timeout_s: float
 ) -> Iterator[Outcome]:
     from distributed import Client, LocalCluster
     from distributed import as_completed as dask_as_completed
@@ -234,7 +235,7 @@ def _dask_outcomes(
             silence_logs=logging.ERROR,
         )
     try:
-        client = Client(cluster if cluster is not None else scheduler, timeout="20s")
+        client = Client(cluster if cluster is not None else scheduler, timeout=f"{timeout_s}s")
     except OSError as exc:
         if cluster is not None:
             cluster.close()

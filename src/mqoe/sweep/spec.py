@@ -46,8 +46,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from mqoe import __version__
 from mqoe.device.profiles import DeviceProfile, load_profile
 
-# The profile loader's helpers find the line of a key path in a TOML file.
-from mqoe.device.profiles.loader import _format_loc, _key_line, _toml_error_line
 from mqoe.engine import validate_seed
 from mqoe.errors import InputFileError, UserError
 from mqoe.params import coerce
@@ -194,7 +192,44 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _fail(path: Path, loc: tuple[int | str, ...], what: str) -> InputFileError:
-    return InputFileError(path, f"key {_format_loc(loc)}: {what}", _key_line(path, loc))
+    dotted = ".".join(str(part) for part in loc) or "(top level)"
+    return InputFileError(path, f"key {dotted}: {what}", _key_line(path, loc))
+
+
+_HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\" -]+?)\s*\]\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_.\" -]+?)\s*=")
+
+
+def _toml_error_line(message: str) -> int | None:
+    match = re.search(r"line (\d+)", message)
+    return int(match.group(1)) if match else None
+
+
+def _key_line(path: Path, loc: tuple[int | str, ...]) -> int | None:
+    """The line of the key an error points at, else of its nearest enclosing key or
+    table; dotted keys (``params.x = …``) count as nested tables, as TOML reads them.
+    (A sweep file has no arrays of tables, so a list index stays with its key.)"""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    where: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(lines, start=1):
+        if header := _HEADER.match(line):
+            table = _dotted(header.group(1))
+            where.setdefault(table, number)
+        elif key := _KEY.match(line):
+            where.setdefault((*table, *_dotted(key.group(1))), number)
+    names = tuple(part for part in loc if isinstance(part, str))
+    for end in range(len(names), 0, -1):
+        if names[:end] in where:
+            return where[names[:end]]
+    return None
+
+
+def _dotted(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip('"') for part in text.split("."))
 
 
 def _validate(raw: dict[str, Any], path: Path) -> SweepFile:
