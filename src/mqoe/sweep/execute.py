@@ -13,6 +13,8 @@ import dataclasses
 import json
 import logging
 import multiprocessing
+import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -191,8 +193,6 @@ def _now() -> str:
 
 
 def _cores() -> int:
-    import os
-
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -202,10 +202,28 @@ def _lost(job: Job, exc: BaseException) -> Outcome:
     return Outcome(job, None, "WorkerLost", message, "")
 
 
+def _exit_with_parent(parent_pid: int) -> None:
+    """In a pool worker: exit once the sweep process is gone (e.g. SIGKILLed). A spawned
+    worker holds both ends of the pool's job queue, so it would never see EOF and would
+    wait for jobs forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="mqoe-parent-watch", daemon=True).start()
+
+
 def _pool_outcomes(jobs: Sequence[Job], workers: int) -> Iterator[Outcome]:
     # Spawned, not forked: the parent may run a progress-bar thread, and a fork taken
     # while another thread holds a lock can deadlock the child.
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    )
     futures: dict[Future[Outcome], Job] = {pool.submit(run_job, job): job for job in jobs}
     try:
         for future in as_completed(futures):
