@@ -231,20 +231,22 @@ def _pool_outcomes(jobs: Sequence[Job], workers: int) -> Iterator[Outcome]:
             if isinstance(exc, KeyboardInterrupt):
                 raise exc
             yield _lost(futures[future], exc) if exc is not None else future.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # interrupted: do not wait for runs
+        raise
+    pool.shutdown(wait=True)  # all done: reap the workers
 
 
 def _dask_outcomes(
     jobs: Sequence[Job], scheduler: str | None, local_cluster: int | None, timeout_s: float
 ) -> Iterator[Outcome]:
-    from distributed import Client, LocalCluster
-    from distributed import as_completed as dask_as_completed
+    import distributed
 
+    dask: Any = distributed  # untyped library: calls go through Any for mypy --strict
     cluster: Any = None
     if local_cluster is not None:
         # Loopback only, no dashboard: nothing listens beyond this machine.
-        cluster = LocalCluster(
+        cluster = dask.LocalCluster(
             n_workers=local_cluster,
             threads_per_worker=1,
             processes=True,
@@ -253,7 +255,9 @@ def _dask_outcomes(
             silence_logs=logging.ERROR,
         )
     try:
-        client = Client(cluster if cluster is not None else scheduler, timeout=f"{timeout_s}s")
+        client: Any = dask.Client(
+            cluster if cluster is not None else scheduler, timeout=f"{timeout_s}s"
+        )
     except OSError as exc:
         if cluster is not None:
             cluster.close()
@@ -262,7 +266,7 @@ def _dask_outcomes(
     try:
         futures = client.map(run_job, list(jobs), key=[f"mqoe-{job.run_id}" for job in jobs])
         job_of = dict(zip((f.key for f in futures), jobs, strict=True))
-        for future in dask_as_completed(futures):
+        for future in dask.as_completed(futures):
             job = job_of[future.key]
             if future.status == "finished":
                 yield future.result()

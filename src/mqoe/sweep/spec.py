@@ -45,7 +45,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from mqoe import __version__
 from mqoe.device.profiles import DeviceProfile, load_profile
-
 from mqoe.engine import validate_seed
 from mqoe.errors import InputFileError, UserError
 from mqoe.params import coerce
@@ -109,12 +108,13 @@ class RandomParam(_Model):
     def draw(self, rng: np.random.Generator, n: int) -> list[Value]:
         """``n`` values as plain Python scalars."""
         if self.uniform is not None:
-            return [float(v) for v in rng.uniform(*self.uniform, size=n)]
+            return [float(v) for v in rng.uniform(self.uniform[0], self.uniform[1], size=n)]
         if self.log_uniform is not None:
             low, high = (math.log(v) for v in self.log_uniform)
             return [float(math.exp(v)) for v in rng.uniform(low, high, size=n)]
         if self.integers is not None:
-            return [int(v) for v in rng.integers(*self.integers, size=n, endpoint=True)]
+            low, high = self.integers
+            return [int(v) for v in rng.integers(low, high, size=n, endpoint=True)]
         assert self.choice is not None
         return [self.choice[int(i)] for i in rng.integers(len(self.choice), size=n)]
 
