@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from mqoe.errors import UserError
-from mqoe.results import ResultsStore, RunRecord
-from mqoe.results import api
+from mqoe.results import ResultsStore, RunRecord, api
 
 
 def record(run_id: str, hogs: int, rate: float, tags: dict[str, str] | None = None) -> RunRecord:
