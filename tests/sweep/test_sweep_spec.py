@@ -191,3 +191,10 @@ def test_job_count_is_the_product_of_distinct_values(hogs: list[int], seeds: lis
         sweep = load_sweep(path)
     assert len(sweep.jobs) == len(set(hogs)) * len(set(seeds))
     assert len({j.run_id for j in sweep.jobs}) == len(sweep.jobs)
+
+
+def test_the_documented_example_file_loads() -> None:
+    root = Path(__file__).resolve().parents[2]
+    sweep = load_sweep(root / "examples" / "sweep-video.toml")
+    assert len(sweep.jobs) == 48  # as its last comment says
+    assert sweep.varied == ("apps", "boot_free_mb", "pressure", "resolution")
