@@ -198,3 +198,14 @@ def test_the_documented_example_file_loads() -> None:
     sweep = load_sweep(root / "examples" / "sweep-video.toml")
     assert len(sweep.jobs) == 48  # as its last comment says
     assert sweep.varied == ("apps", "boot_free_mb", "pressure", "resolution")
+
+
+def test_two_parameters_with_one_distribution_get_independent_draws(tmp_path: Path) -> None:
+    text = BASE + (
+        "\n[random]\nsamples = 6\nseed = 3\n"
+        "params.frame_mcycles = { uniform = [1.0, 2.0] }\n"
+        "params.rt_burst_mcycles = { uniform = [1.0, 2.0] }\n"
+    )
+    sweep = load_sweep(write(tmp_path, text))
+    pairs = {(j.overrides["frame_mcycles"], j.overrides["rt_burst_mcycles"]) for j in sweep.jobs}
+    assert len(pairs) == 6 and all(a != b for a, b in pairs)
