@@ -79,8 +79,12 @@ def test_random_samples_are_seeded_and_per_parameter(tmp_path: Path) -> None:
     assert len(one.jobs) == 3 * 5 * 2
     values = {float(j.overrides["frame_mcycles"]) for j in one.jobs}
     assert len(values) == 5 and all(5.0 <= v <= 12.0 for v in values)
-    # Adding another random parameter leaves this one's draws alone (own stream).
-    extra = text + 'params.rt_arrivals = { choice = ["poisson", "periodic"] }\n'
+    # Adding another random parameter, even one drawn first, leaves this one's draws
+    # alone (own stream).
+    extra = text.replace(
+        "params.frame_mcycles",
+        'params.rt_arrivals = { choice = ["poisson", "periodic"] }\nparams.frame_mcycles',
+    )
     three = load_sweep(write(tmp_path, extra, "c.toml"))
     assert {float(j.overrides["frame_mcycles"]) for j in three.jobs} == values
     other_seed = load_sweep(write(tmp_path, text.replace("seed = 11", "seed = 12"), "d.toml"))
