@@ -86,7 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     res = sub.add_parser("results", help="query stored results with SQL (DuckDB)")
     rsub = res.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    query = rsub.add_parser("query", help='e.g. mqoe results query "select * from runs"')
+    query = rsub.add_parser(
+        "query",
+        help='e.g. mqoe results query "select * from runs"; views: runs (single and sweep '
+        "runs), failures, sweeps, one per table",
+    )
     query.add_argument("sql")
     query.add_argument("--results", type=Path, default=None, help="results directory")
     query.add_argument("--format", choices=("table", "csv", "json"), default="table")
