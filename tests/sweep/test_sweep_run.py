@@ -70,6 +70,7 @@ def test_same_sweep_file_gives_same_run_ids_and_results(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(simulated(tmp_path / "a"), simulated(tmp_path / "b"))
 
 
+@pytest.mark.slow  # the SIGKILL test also compares pool results with one process's
 def test_process_pool_stores_the_same_results_as_one_process(tmp_path: Path) -> None:
     run_sweep(sweep_of(tmp_path), tmp_path / "one", Backend(workers=1))
     run_sweep(sweep_of(tmp_path), tmp_path / "pool", Backend(workers=2))
