@@ -188,7 +188,8 @@ def test_arbitrary_text_gives_a_user_error_or_a_sweep(text: str) -> None:
 def test_job_count_is_the_product_of_distinct_values(hogs: list[int], seeds: list[int]) -> None:
     import tempfile
 
-    text = BASE.replace("[0, 2, 4]", str(hogs)).replace("[0, 1]", str(seeds))
+    text = BASE.replace("seeds = [0, 1]", f"seeds = {seeds}")
+    text = text.replace("hogs = [0, 2, 4]", f"hogs = {hogs}")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.toml"
         path.write_text(text, encoding="utf-8")
