@@ -12,6 +12,8 @@ Wall times include starting the pool or cluster and storing every run (Parquet,
 fsynced). Prints runs/s, the pool's speed-up over one core (target ≥ 1.8× on 2 cores)
 and Dask's throughput relative to the pool (target ≥ 0.85), checks the three stored the
 same results, and prints the load average so a reader can judge a shared machine.
+It ends with the machine's own ceiling at that moment: how much more ``--cores``
+independent processes simulate than one (no pool, no storing); a pool cannot beat it.
 CPU ms/run (this process and its reaped workers; Dask's workers are not counted as
 they are not our children) shows the overhead of each mode independently of what
 else the machine runs. Exit status 1 if a target is missed.
@@ -64,11 +66,42 @@ def _cpu_s() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
+def _simulate(seeds: range) -> None:
+    """Runs without storing: the work of a sweep with no pool, IPC or writes."""
+    from mqoe.device.profiles import load_profile
+    from mqoe.workloads.runner import run_scenario
+
+    profile = load_profile("nokia-1")
+    for seed in seeds:
+        run_scenario("video", profile, seed, {"duration_s": "30"})
+
+
+def _ceiling(runs: int, cores: int) -> float:
+    """How much faster ``cores`` independent processes do ``runs`` runs each than one
+    process does ``runs``: the most any pool could gain on this machine right now
+    (below ``cores`` when other programs hold CPUs, or vCPUs share a physical core)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(cores) as pool:  # started (and imported) before timing
+        pool.map(_simulate, [range(1)] * cores)
+        start = time.perf_counter()
+        pool.map(_simulate, [range(runs)])
+        one = time.perf_counter() - start
+        start = time.perf_counter()
+        pool.map(_simulate, [range(runs)] * cores, chunksize=1)
+        many = time.perf_counter() - start
+    return cores * one / many
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=1000, help="runs in the sweep")
     parser.add_argument("--cores", type=int, default=2, help="pool / cluster workers")
     parser.add_argument("--skip-serial", action="store_true", help="no one-core baseline")
+    parser.add_argument(
+        "--ceiling", type=int, default=40, metavar="N", help="runs per process in the ceiling check"
+    )
     args = parser.parse_args()
     print(f"machine: {platform.machine()} python {platform.python_version()}, ", end="")
     print(f"{os.cpu_count()} cores, load average before: {_load()}")
@@ -94,6 +127,9 @@ def main() -> None:
         for other in results[1:]:
             pd.testing.assert_frame_equal(results[0], other)
         print("all modes stored identical results")
+    if args.ceiling:
+        ceiling = _ceiling(args.ceiling, args.cores)
+        print(f"machine ceiling now: {args.cores} independent processes do {ceiling:.2f}x the runs")
     ok = True
     if "one core" in walls:
         speedup = walls["one core"] / walls["pool"]
