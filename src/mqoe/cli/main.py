@@ -30,7 +30,7 @@ ANALYSERS = ("memlog", "gfxinfo", "layout", "systrace", "pcap", "anr", "examples
 
 # Top-level commands that live in their own module mqoe.cli.cmd_NAME, with HELP,
 # add_arguments(parser) and run(args) -> exit code (heavy imports inside run()).
-PLUGIN_COMMANDS: tuple[str, ...] = ("report", "testbed", "compare")
+PLUGIN_COMMANDS: tuple[str, ...] = ("sweep", "report", "testbed", "compare")
 
 
 def _analyser(name: str) -> ModuleType:
@@ -86,12 +86,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     res = sub.add_parser("results", help="query stored results with SQL (DuckDB)")
     rsub = res.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    query = rsub.add_parser("query", help='e.g. mqoe results query "select * from runs"')
+    query = rsub.add_parser(
+        "query",
+        help='e.g. mqoe results query "select * from runs"; views: runs (single and sweep '
+        "runs), failures, sweeps, one per table",
+    )
     query.add_argument("sql")
     query.add_argument("--results", type=Path, default=None, help="results directory")
     query.add_argument("--format", choices=("table", "csv", "json"), default="table")
     listing = rsub.add_parser("list", help="stored runs, newest first")
     listing.add_argument("--results", type=Path, default=None, help="results directory")
+    listing.add_argument("--sweep", default=None, help="only this sweep's runs")
+    export = rsub.add_parser("export", help="write a view or a query to CSV or Parquet")
+    export.add_argument("what", help='a view (runs, failures, sweeps, a table) or "select …"')
+    export.add_argument("path", type=Path, help="output file, .csv or .parquet")
+    export.add_argument("--results", type=Path, default=None, help="results directory")
 
     analyze = sub.add_parser("analyze", help="analyse real data pulled from phones")
     asub = analyze.add_subparsers(dest="format", required=True, parser_class=_Parser)
@@ -319,11 +328,20 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
     store = ResultsStore(args.results if args.results is not None else default_results_dir())
     if args.action == "list":
+        where = ""
+        if args.sweep is not None:
+            where = "where sweep = '{}' ".format(args.sweep.replace("'", "''"))
         frame = store.query(
             "select run_id, scenario, profile, seed, started_utc, wall_time_s from runs "
-            "order by started_utc desc, run_id"
+            f"{where}order by started_utc desc, run_id"
         )
         print_frame(frame, "table")
+        return 0
+    if args.action == "export":
+        from mqoe.results.api import export
+
+        written = export(store.root, args.what, args.path)
+        out.print(f"wrote {written}")
         return 0
     print_frame(store.query(args.sql), args.format)
     return 0

@@ -2,12 +2,16 @@
 
 Layout under the root::
 
-    runs/<run_id>.parquet                  one row: fixed columns, then one per metric
+    runs/<run_id>.parquet                  one row: fixed columns, tags, one per metric
     tables/<table_name>/<run_id>.parquet   the run's table, with ``run_id`` first
+    failures/<run_id>.parquet              a run that raised: its inputs and the error
+    sweeps/<sweep_id>.parquet              one row per sweep (name, spec, planned runs)
 
 A run is *committed* once its ``runs/`` file exists; that file is written last, and
 queries read only the table files of committed runs, so a crash mid-write never shows a
-half-stored run.
+half-stored run. Storing a run removes a failure recorded earlier under its id (a retry
+that succeeded). Tags (e.g. ``sweep``, ``sweep_id``) are extra text columns of the
+``runs`` row; rows without them read as NULL.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ FIXED_COLUMNS: tuple[str, ...] = (
     "sim_duration_s",
 )
 
+# Views over the store's own directories; a run's table may not take these names.
+RESERVED_VIEWS: tuple[str, ...] = ("runs", "failures", "sweeps")
+
 MetricValue = float | int | bool | str
 
 
@@ -61,6 +68,8 @@ class RunRecord:
     sim_duration_s: float
     metrics: Mapping[str, MetricValue]  # scalar metrics, one column each
     tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # named tidy tables
+    # Text columns after the fixed ones, e.g. {"sweep": name, "sweep_id": id}.
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 def default_results_dir() -> Path:
@@ -82,6 +91,14 @@ class ResultsStore:
     def _tables_dir(self) -> Path:
         return self.root / "tables"
 
+    @property
+    def _failures_dir(self) -> Path:
+        return self.root / "failures"
+
+    @property
+    def _sweeps_dir(self) -> Path:
+        return self.root / "sweeps"
+
     def write(self, record: RunRecord) -> Path:
         """Store ``record``, replacing any earlier run with the same id; returns its runs/ file.
 
@@ -98,7 +115,29 @@ class ResultsStore:
         for name, df in tables.items():
             atomic_write_parquet(self._tables_dir / name / filename, df)
         self._remove_stale_tables(filename, keep=tables.keys())
-        return atomic_write_parquet(runs_file, row)
+        written = atomic_write_parquet(runs_file, row)
+        unlink_durably(self._failures_dir / filename)  # a retry that succeeded
+        return written
+
+    def write_failure(self, run_id: str, row: Mapping[str, object]) -> Path:
+        """Record that run ``run_id`` raised: ``row`` (its inputs and the error, plain
+        values) becomes ``failures/<run_id>.parquet``, queried as the view ``failures``.
+        The run stays uncommitted, so a resumed sweep tries it again."""
+        if not _RUN_ID.fullmatch(run_id):
+            raise ValueError(f"run_id {run_id!r} must match [A-Za-z0-9_.-]+")
+        frame = pd.DataFrame({"run_id": [run_id], **{k: [v] for k, v in row.items()}})
+        return atomic_write_parquet(self._failures_dir / (run_id + _SUFFIX), frame)
+
+    def write_sweep(self, sweep_id: str, row: Mapping[str, object]) -> Path:
+        """Describe a sweep: ``row`` becomes ``sweeps/<sweep_id>.parquet`` (view ``sweeps``)."""
+        if not _RUN_ID.fullmatch(sweep_id):
+            raise ValueError(f"sweep_id {sweep_id!r} must match [A-Za-z0-9_.-]+")
+        frame = pd.DataFrame({"sweep_id": [sweep_id], **{k: [v] for k, v in row.items()}})
+        return atomic_write_parquet(self._sweeps_dir / (sweep_id + _SUFFIX), frame)
+
+    def run_ids(self) -> set[str]:
+        """Ids of the committed runs (empty for a new store); cheap: a directory listing."""
+        return set(self._committed_run_ids_or_empty())
 
     def runs(self) -> pd.DataFrame:
         """All summary rows, ordered by run id; metrics a run lacks are missing (NULL)."""
@@ -136,10 +175,17 @@ class ResultsStore:
             con.close()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
-        run_ids = self._committed_run_ids()
+        failures = _parquet_files(self._failures_dir)
+        sweeps = _parquet_files(self._sweeps_dir)
+        # A sweep whose every run failed so far is still worth querying.
+        run_ids = self._committed_run_ids_or_empty() if failures else self._committed_run_ids()
         con = duckdb.connect(":memory:")
         try:
-            _create_view(con, "runs", [self._runs_dir / (r + _SUFFIX) for r in run_ids])
+            if run_ids:
+                _create_view(con, "runs", [self._runs_dir / (r + _SUFFIX) for r in run_ids])
+            for view, files in (("failures", failures), ("sweeps", sweeps)):
+                if files:
+                    _create_view(con, view, files)
             for name, files in self._table_files(set(run_ids)).items():
                 _create_view(con, name, files)
         except duckdb.Error as exc:
@@ -206,6 +252,13 @@ def _summary_row(record: RunRecord) -> pd.DataFrame:
     }
     # DuckDB matches column names case-insensitively, so "Seed" would clash with "seed".
     taken = {name.lower() for name in FIXED_COLUMNS}
+    for name, tag in record.tags.items():
+        if not isinstance(name, str) or not name or name.lower() in taken:
+            raise ValueError(f"tag name {name!r} is empty or clashes with another column")
+        if not isinstance(tag, str):
+            raise ValueError(f"tag {name!r} must be a str, not {tag!r}")
+        taken.add(name.lower())
+        row[name] = tag
     for name, value in record.metrics.items():
         if not isinstance(name, str) or not name or name.lower() in taken:
             raise ValueError(f"metric name {name!r} is empty or clashes with another column")
@@ -224,7 +277,10 @@ def _metric_value(name: str, value: object) -> MetricValue:
 
 def _tagged_table(run_id: str, name: str, df: pd.DataFrame) -> pd.DataFrame:
     if not _is_table_name(name):
-        raise ValueError(f"table name {name!r} must match [a-z_][a-z0-9_]* and not be 'runs'")
+        raise ValueError(
+            f"table name {name!r} must match [a-z_][a-z0-9_]* and not be one of "
+            f"{', '.join(RESERVED_VIEWS)}"
+        )
     if any(str(column).lower() == "run_id" for column in df.columns):
         raise ValueError(f"table {name!r} already has a run_id column; the store adds it")
     tagged = df.reset_index(drop=True)
@@ -233,7 +289,16 @@ def _tagged_table(run_id: str, name: str, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _is_table_name(name: str) -> bool:
-    return bool(_TABLE_NAME.fullmatch(name)) and name != "runs"
+    return bool(_TABLE_NAME.fullmatch(name)) and name not in RESERVED_VIEWS
+
+
+def _parquet_files(directory: Path) -> list[Path]:
+    """The committed ``*.parquet`` files of ``directory`` (temporary files start with a dot)."""
+    if not directory.is_dir():
+        return []
+    return sorted(
+        p for p in directory.iterdir() if p.name.endswith(_SUFFIX) and not p.name.startswith(".")
+    )
 
 
 def _create_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> None:

@@ -1,1 +1,23 @@
-"""sweep layer (see spec 00)."""
+"""Sweeps: many runs of one scenario from a TOML file, on every local core or a Dask cluster.
+
+``load_sweep(path)`` validates a sweep file (errors name the file and line) and expands
+it into jobs with stable run ids; ``run_sweep(sweep, out, Backend(...), resume=...)``
+runs them and stores each run the moment it ends (see :mod:`mqoe.sweep.execute`). Runs
+land in an ordinary results store, tagged with ``sweep`` and ``sweep_id``, so
+``mqoe results query`` and :mod:`mqoe.results.api` see them beside single runs.
+"""
+
+from mqoe.sweep.execute import Backend, Outcome, Progress, SweepSummary, run_job, run_sweep
+from mqoe.sweep.spec import Job, Sweep, load_sweep
+
+__all__ = [
+    "Backend",
+    "Job",
+    "Outcome",
+    "Progress",
+    "Sweep",
+    "SweepSummary",
+    "load_sweep",
+    "run_job",
+    "run_sweep",
+]

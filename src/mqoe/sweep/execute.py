@@ -1,0 +1,281 @@
+"""Run a sweep's jobs on local processes or a Dask cluster, storing each run as it ends.
+
+The caller's process is the only writer: workers return a :class:`Outcome` (the run's
+record, or the error it raised) and the loop stores it at once, atomically, so a sweep
+interrupted at any point (Ctrl-C, SIGKILL) keeps every finished run and ``resume``
+skips them by run id. Workers never touch the results directory, so a remote Dask
+cluster needs no shared filesystem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import multiprocessing
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mqoe.errors import UserError
+from mqoe.results import ResultsStore, RunRecord
+from mqoe.sweep.spec import Job, Sweep, describe
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a worker hands back: a record to store, or the error of a failed run."""
+
+    job: Job
+    record: RunRecord | None = None
+    error_type: str = ""
+    error: str = ""
+    traceback: str = ""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Counts after each stored outcome (for a progress bar)."""
+
+    finished: int  # stored or failed in this invocation
+    total: int  # to run in this invocation (planned minus skipped)
+    failed: int
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    sweep: str
+    sweep_id: str
+    planned: int
+    skipped: int  # already stored (resume)
+    stored: int
+    failed: int
+    wall_time_s: float
+
+    @property
+    def runs_per_s(self) -> float:
+        ran = self.stored + self.failed
+        return ran / self.wall_time_s if self.wall_time_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where jobs run: ``workers`` local processes (1: in this process), a Dask scheduler
+    at ``scheduler`` (``tcp://host:port``), or a Dask ``LocalCluster`` of
+    ``local_cluster`` worker processes."""
+
+    workers: int | None = None  # default: every core
+    scheduler: str | None = None
+    local_cluster: int | None = None
+    connect_timeout_s: float = 20.0  # how long to wait for a Dask scheduler
+
+    def __post_init__(self) -> None:
+        if self.scheduler is not None and self.local_cluster is not None:
+            raise UserError("give a Dask scheduler address or a local cluster size, not both")
+        for name in ("workers", "local_cluster"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UserError(f"{name} must be at least 1, got {value}")
+
+    def outcomes(self, jobs: Sequence[Job]) -> Iterator[Outcome]:
+        """Run ``jobs`` and yield their outcomes as they finish (any order)."""
+        if not jobs:
+            return iter(())
+        if self.scheduler is not None or self.local_cluster is not None:
+            return _dask_outcomes(jobs, self.scheduler, self.local_cluster, self.connect_timeout_s)
+        workers = min(self.workers or _cores(), len(jobs))
+        if workers == 1:
+            return (run_job(job) for job in jobs)
+        return _pool_outcomes(jobs, workers)
+
+    def describe(self) -> str:
+        if self.scheduler is not None:
+            return f"Dask scheduler {self.scheduler}"
+        if self.local_cluster is not None:
+            return f"Dask LocalCluster of {self.local_cluster} workers"
+        return f"{self.workers or _cores()} local process(es)"
+
+
+def run_job(job: Job) -> Outcome:
+    """Simulate one job (in a worker). An exception becomes a failed outcome; only
+    ``KeyboardInterrupt``/``SystemExit`` propagate."""
+    from mqoe.workloads.runner import run_population, run_scenario
+
+    try:
+        if job.profile is None:
+            record = run_population(job.scenario, job.seed, job.overrides)
+        else:
+            record = run_scenario(job.scenario, job.profile, job.seed, job.overrides)
+    except Exception as exc:
+        lines = str(exc).strip().splitlines()
+        message = lines[0] if lines else ""
+        return Outcome(job, None, type(exc).__name__, message, traceback.format_exc())
+    return Outcome(job, dataclasses.replace(record, run_id=job.run_id, tags=job.tags))
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: str | Path,
+    backend: Backend | None = None,
+    *,
+    resume: bool = False,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> SweepSummary:
+    """Run every job of ``sweep`` not yet stored under ``out``; store each as it ends.
+
+    Without ``resume``, finding some of the sweep's runs already stored is a
+    ``UserError`` (so a sweep is not silently half re-used); with it they are skipped.
+    Failed runs are stored in ``failures/`` and tried again by the next resume.
+    """
+    backend = backend or Backend()
+    store = ResultsStore(out)
+    done = store.run_ids() & {job.run_id for job in sweep.jobs}
+    if done and not resume:
+        raise UserError(
+            f"{len(done)} of the {len(sweep.jobs)} runs of sweep {sweep.name!r} are already "
+            f"stored in {store.root}; pass --resume to skip them, or choose another --out"
+        )
+    store.write_sweep(sweep.sweep_id, describe(sweep) | {"started_utc": _now()})
+    pending = [job for job in sweep.jobs if job.run_id not in done]
+    start = time.perf_counter()
+    stored = failed = 0
+    outcomes = backend.outcomes(pending)
+    try:
+        for outcome in outcomes:
+            if outcome.record is not None:
+                store.write(outcome.record)
+                stored += 1
+            else:
+                store.write_failure(outcome.job.run_id, _failure_row(outcome))
+                failed += 1
+            if on_progress is not None:
+                on_progress(Progress(stored + failed, len(pending), failed))
+    finally:
+        close = getattr(outcomes, "close", None)
+        if close is not None:
+            close()  # stops the pool or cluster, also on Ctrl-C
+    return SweepSummary(
+        sweep=sweep.name,
+        sweep_id=sweep.sweep_id,
+        planned=len(sweep.jobs),
+        skipped=len(done),
+        stored=stored,
+        failed=failed,
+        wall_time_s=time.perf_counter() - start,
+    )
+
+
+def _failure_row(outcome: Outcome) -> dict[str, object]:
+    job = outcome.job
+    return {
+        "sweep": job.sweep,
+        "sweep_id": job.sweep_id,
+        "scenario": job.scenario,
+        "profile": job.profile_name,
+        "seed": job.seed,
+        "overrides": json.dumps(dict(job.overrides), sort_keys=True),
+        "error_type": outcome.error_type,
+        "error": outcome.error,
+        "traceback": outcome.traceback,
+        "failed_utc": _now(),
+    }
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _lost(job: Job, exc: BaseException) -> Outcome:
+    """A job whose worker died or whose result never came back."""
+    message = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+    return Outcome(job, None, "WorkerLost", message, "")
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """In a pool worker: exit once the sweep process is gone (e.g. SIGKILLed). A spawned
+    worker holds both ends of the pool's job queue, so it would never see EOF and would
+    wait for jobs forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="mqoe-parent-watch", daemon=True).start()
+
+
+def _pool_outcomes(jobs: Sequence[Job], workers: int) -> Iterator[Outcome]:
+    # Spawned, not forked: the parent may run a progress-bar thread, and a fork taken
+    # while another thread holds a lock can deadlock the child.
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    )
+    futures: dict[Future[Outcome], Job] = {pool.submit(run_job, job): job for job in jobs}
+    try:
+        for future in as_completed(futures):
+            exc = future.exception()
+            if isinstance(exc, KeyboardInterrupt):
+                raise exc
+            yield _lost(futures[future], exc) if exc is not None else future.result()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # interrupted: do not wait for runs
+        raise
+    pool.shutdown(wait=True)  # all done: reap the workers
+
+
+def _dask_outcomes(
+    jobs: Sequence[Job], scheduler: str | None, local_cluster: int | None, timeout_s: float
+) -> Iterator[Outcome]:
+    import distributed
+
+    dask: Any = distributed  # untyped library: calls go through Any for mypy --strict
+    cluster: Any = None
+    if local_cluster is not None:
+        # Loopback only, no dashboard: nothing listens beyond this machine.
+        cluster = dask.LocalCluster(
+            n_workers=local_cluster,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+    try:
+        client: Any = dask.Client(
+            cluster if cluster is not None else scheduler, timeout=f"{timeout_s}s"
+        )
+    except OSError as exc:
+        if cluster is not None:
+            cluster.close()
+        raise UserError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    futures: list[Any] = []
+    try:
+        futures = client.map(run_job, list(jobs), key=[f"mqoe-{job.run_id}" for job in jobs])
+        job_of = dict(zip((f.key for f in futures), jobs, strict=True))
+        for future in dask.as_completed(futures):
+            job = job_of[future.key]
+            if future.status == "finished":
+                yield future.result()
+            else:  # the task raised outside run_job's guard, or its worker died
+                yield _lost(job, future.exception())
+            future.release()
+    finally:
+        if futures:
+            client.cancel(futures)
+        client.close()
+        if cluster is not None:
+            cluster.close()
