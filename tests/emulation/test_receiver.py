@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from mqoe.emulation.receiver import (
     FixedReceiverRule,
+    NetpisReceiverRule,
     ReceiverController,
     ReceiverSettings,
     SocketObservation,
@@ -18,6 +20,7 @@ from mqoe.emulation.receiver import (
     observe,
 )
 from mqoe.errors import UserError
+from mqoe.policies.netpis import NetPisParams
 
 OBS = SocketObservation(1.0, "video", 4.0, 0.0, 65536, 1000)
 
@@ -102,3 +105,63 @@ def test_the_clamp_is_reapplied_after_each_receive(
     client.setsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP, 1 << 20)
     controller.after_receive(client)
     assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP) == 4096
+
+
+def _obs(t: float, flow: str, unread: int) -> SocketObservation:
+    return SocketObservation(t, flow, 4.0, 0.0, 65536, 0, unread_bytes=unread)
+
+
+def test_netpis_rule_shrinks_a_background_window_before_its_buffer() -> None:
+    rule = make_receiver_rule("netpis:variant=both")
+    assert isinstance(rule, NetpisReceiverRule)
+    kernel = NetPisParams().kernel_rcvbuf_bytes
+    steps = [rule.decide(_obs(0.01 * k, "competitor", 0)) for k in range(4)]
+    # Case 2: first the window clamp comes down, the buffer stays (None = unchanged) …
+    assert steps[0].rcvbuf_bytes is None
+    small = steps[0].window_clamp_bytes
+    assert small is not None and small < kernel
+    # … then, nothing more being promised than the new size, the buffer follows.
+    assert steps[1].rcvbuf_bytes == small and steps[1].window_clamp_bytes == small
+    assert all(s.rcvbuf_bytes is None for s in steps[2:])  # settled
+    # The foreground keeps at least the kernel's buffer and grows with its need.
+    video = rule.decide(_obs(0.05, "video", 0))
+    assert video.window_clamp_bytes == kernel and video.rcvbuf_bytes is None
+    grown = rule.decide(_obs(0.06, "video", kernel))  # need 2 MB → × 1.6, capped at max
+    assert grown.rcvbuf_bytes == NetPisParams().max_rcvbuf_bytes
+    assert grown.window_clamp_bytes == kernel  # case 1: the buffer first, the window next
+    assert rule.decide(_obs(0.07, "video", kernel)).window_clamp_bytes == grown.rcvbuf_bytes
+
+
+def test_original_variant_leaves_every_socket_at_the_kernel_default() -> None:
+    rule = make_receiver_rule("netpis:variant=original")
+    kernel = NetPisParams().kernel_rcvbuf_bytes
+    for flow in ("video", "competitor"):
+        got = rule.decide(_obs(0.0, flow, 50_000))
+        assert got.rcvbuf_bytes is None and got.window_clamp_bytes == kernel
+    with pytest.raises(UserError, match="variant"):
+        make_receiver_rule("netpis:variant=sometimes")
+
+
+def test_a_periodic_rule_is_re_decided_while_data_arrives(
+    connected: tuple[socket.socket, socket.socket],
+) -> None:
+    client, server = connected
+    controller = ReceiverController(make_receiver_rule("netpis:variant=both,period_s=0.001"))
+    controller.update(client, 0.0, "competitor")
+    first = len(controller.applied)
+    for _ in range(20):
+        server.sendall(b"x" * 2000)
+        client.recv(65536)
+        time.sleep(0.002)
+        controller.after_receive(client)
+    assert len(controller.applied) > first  # case 2 went on: the buffer followed the clamp
+    clamp = client.getsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP)
+    assert clamp <= NetPisParams().kernel_rcvbuf_bytes // 8
+
+
+def test_the_background_floor_is_a_rule_parameter() -> None:
+    """The floor decides whether a clamped competitor can still fill a small-BDP queue."""
+    for floor in (4096, 20_000):
+        rule = make_receiver_rule(f"netpis:variant=both,min_rcvbuf_bytes={floor}")
+        steps = [rule.decide(_obs(0.01 * k, "competitor", 0)) for k in range(3)]
+        assert steps[-1].window_clamp_bytes == floor

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the simulator instead, same parameters and outputs")  # fmt: skip
     spiral.add_argument("--receiver", default="",
                         help='receiver rule for the client\'s sockets, e.g. '
-                             '"fixed:window_clamp_bytes=4096,quickack=true"')  # fmt: skip
+                             '"fixed:window_clamp_bytes=4096,quickack=true"; '
+                             '"netpis:variant=both" rules the competitor too')  # fmt: skip
     spiral.add_argument("--burst-bytes", type=int, default=0,
                         help="tbf bucket depth (default ~2 packets, 3028 bytes)")  # fmt: skip
     spiral.add_argument("--out", type=Path, required=True, help="output folder")

@@ -208,7 +208,8 @@ def run_sink(config: dict[str, Any]) -> None:
         controller.update(conn, _now_s(t0), "competitor")
         _drain(conn, counter, until, functools.partial(controller.after_receive, conn))
         conn.close()
-    _write(config, {"bins": counter.bins})
+    applied = [(t, f, str(s)) for t, f, s in controller.applied]
+    _write(config, {"bins": counter.bins, "receiver_applied": applied})
 
 
 def _drain(

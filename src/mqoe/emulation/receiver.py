@@ -30,18 +30,25 @@ and returns the settings to apply; ``None`` in a field means "leave as is". The
   between 40 ms and 200 ms) nor for ACKing every *n*-th segment: those are approximated
   (quick-ACK every segment, or Linux's default of every second full segment).
 
-NetPIS's buffer/window rules (``mqoe.policies.netpis``) are meant to be wired in as a
-rule here; anything with ``decide`` works, e.g. :class:`FixedReceiverRule`.
+Rules: :class:`FixedReceiverRule` (the same settings throughout) and
+:class:`NetpisReceiverRule` — NetPIS-R itself (:class:`mqoe.policies.netpis.Allocator`,
+the object the simulator uses, not a copy) fed from the socket's unread bytes
+(``FIONREAD``), re-decided every ``period_s`` while data arrives. A rule with a
+``period_s`` attribute is re-asked that often from :meth:`ReceiverController.after_receive`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import socket
 import struct
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+import termios
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from mqoe.params import make_component
+from mqoe.policies import netpis
 
 # linux/tcp.h: struct tcp_info field offsets (bytes) of what observations use.
 _TCPI_RTT, _TCPI_RCV_RTT, _TCPI_RCV_SPACE = 68, 92, 96
@@ -59,6 +66,7 @@ class SocketObservation:
     rcv_rtt_ms: float  # the receiver-side RTT estimate (DRS), 0 until measured
     rcv_space_bytes: int  # the autotuner's current receive-space estimate
     bytes_received: int
+    unread_bytes: int = 0  # data in the receive queue the application has not read yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +103,78 @@ class FixedReceiverRule:
         )
 
 
-RECEIVER_RULES: dict[str, type[FixedReceiverRule]] = {"fixed": FixedReceiverRule}
+@dataclass(kw_only=True)
+class NetpisReceiverRule:
+    """NetPIS-R on the testbed's real sockets (spec 05 part 4; an approximation).
+
+    The flow named ``foreground_flow`` is the foreground app's, every other one is
+    background, and a foreground flow is taken to exist throughout (the testbed's video
+    client runs for the whole schedule). NetPIS-D's need is ``2 × unread`` from
+    ``FIONREAD``; the allocator's buffer goes to ``SO_RCVBUF`` (capped by the
+    namespace's ``net.core.rmem_max``) and its window to ``TCP_WINDOW_CLAMP`` (a
+    released socket gets a clamp equal to its buffer). What a receiver cannot read from
+    userland is estimated: the bytes already promised to the sender are taken as the
+    unread data plus the current clamp (or half the buffer, Linux's window share at
+    ``tcp_adv_win_scale`` 1) — conservative, so case 2 never shrinks early. The
+    ``netpis`` variant's delayed-ACK part has no per-socket Linux knob (see the module
+    docstring): on real sockets it acts as ``both``.
+    """
+
+    variant: str = "both"
+    alpha: float = 0.6
+    beta: float = 0.3
+    gamma: float = 0.5
+    min_rcvbuf_bytes: int = netpis.NetPisParams.min_rcvbuf_bytes  # the background's floor
+    foreground_flow: str = "video"
+    period_s: float = 0.01  # re-decide this often while data arrives (the paper: per packet)
+    all_sockets: ClassVar[bool] = True  # phone-wide: the competitor's sink is ruled too
+    _allocator: netpis.Allocator = field(init=False, repr=False)
+    _tracer: netpis.NeedTracer = field(init=False, repr=False)
+    _state: dict[str, tuple[int, int | None]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.period_s <= 0:
+            raise ValueError("period_s must be positive")
+        params = netpis.NetPisParams(alpha=self.alpha, beta=self.beta, gamma=self.gamma,
+                                     min_rcvbuf_bytes=self.min_rcvbuf_bytes)  # fmt: skip
+        self._allocator = netpis.Allocator(self.variant, params)
+        self._tracer = netpis.NeedTracer()
+        self._state = {}
+
+    def decide(self, obs: SocketObservation) -> ReceiverSettings:
+        fg = obs.flow == self.foreground_flow
+        key = 0 if fg else 1 + sum(map(ord, obs.flow))  # one "process" and socket per flow
+        self._tracer.observe(round(obs.now_s * 1e9), key, key, obs.unread_bytes)
+        kernel = self._allocator.params.kernel_rcvbuf_bytes
+        rcvbuf, clamp = self._state.get(obs.flow, (kernel, None))
+        promised = clamp if clamp is not None else rcvbuf // 2
+        decided = self._allocator.decide(
+            netpis.SocketObservation(
+                need_bytes=self._tracer.socket_need(key),
+                rcvbuf_bytes=rcvbuf,
+                window_clamp_bytes=clamp,
+                committed_bytes=obs.unread_bytes + promised,
+                foreground=fg,
+                foreground_exists=True,
+                process_max_need_bytes=self._tracer.process_max(key),
+            )
+        )
+        self._state[obs.flow] = (decided.rcvbuf_bytes, decided.window_clamp_bytes)
+        window = decided.window_clamp_bytes
+        return ReceiverSettings(
+            rcvbuf_bytes=decided.rcvbuf_bytes if decided.rcvbuf_bytes != rcvbuf else None,
+            window_clamp_bytes=decided.rcvbuf_bytes if window is None else window,
+        )
+
+
+RECEIVER_RULES: dict[str, type[Any]] = {"fixed": FixedReceiverRule, "netpis": NetpisReceiverRule}
 
 
 def make_receiver_rule(spec: str) -> ReceiverRule:
-    """``"fixed:window_clamp_bytes=4096,quickack=true"`` → a rule (UserError if bad)."""
-    return make_component(spec, RECEIVER_RULES, "receiver rule")
+    """``"fixed:window_clamp_bytes=4096,quickack=true"`` or ``"netpis:variant=both"`` → a
+    rule (UserError if bad)."""
+    rule: ReceiverRule = make_component(spec, RECEIVER_RULES, "receiver rule")
+    return rule
 
 
 def observe(sock: socket.socket, now_s: float, flow: str) -> SocketObservation:
@@ -117,7 +191,14 @@ def observe(sock: socket.socket, now_s: float, flow: str) -> SocketObservation:
         rcv_rtt_ms=u32(_TCPI_RCV_RTT) / 1000,
         rcv_space_bytes=u32(_TCPI_RCV_SPACE),
         bytes_received=int(struct.unpack_from("Q", info, _TCPI_BYTES_RECEIVED)[0]),
+        unread_bytes=_unread(sock),
     )
+
+
+def _unread(sock: socket.socket) -> int:
+    """Bytes in the socket's receive queue (FIONREAD / SIOCINQ)."""
+    raw = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    return int(struct.unpack("i", raw)[0])
 
 
 _TCPI_SND_SSTHRESH = 76
@@ -151,6 +232,12 @@ class ReceiverController:
         self._quickack = False
         self._clamp = 0
         self.applied: list[tuple[float, str, ReceiverSettings]] = []
+        # A rule with a period is re-asked from after_receive that often.
+        period = getattr(rule, "period_s", None)
+        self._period_ns = None if period is None else round(float(period) * 1e9)
+        self._flow = ""
+        self._offset_ns = 0  # monotonic clock − the run's clock
+        self._next_ns = 0
 
     def before_connect(self, sock: socket.socket, now_s: float, flow: str) -> None:
         """Settings that must precede the handshake (SO_RCVBUF fixes the window scale)."""
@@ -163,11 +250,19 @@ class ReceiverController:
         """Observe the socket and apply the rule's current decision."""
         if self.rule is None:
             return
+        mono = time.monotonic_ns()
+        self._flow, self._offset_ns = flow, mono - round(now_s * 1e9)
+        if self._period_ns is not None:
+            self._next_ns = mono + self._period_ns
         self._apply(sock, self.rule.decide(observe(sock, now_s, flow)), now_s, flow)
 
     def after_receive(self, sock: socket.socket) -> None:
         """Re-arm quick-ACK mode (Linux leaves it on its own) and the window clamp
-        (autotuning raises it); cheap, once per recv."""
+        (autotuning raises it); cheap, once per recv. A periodic rule is re-asked here."""
+        if self._period_ns is not None and self._flow:
+            mono = time.monotonic_ns()
+            if mono >= self._next_ns:
+                self.update(sock, (mono - self._offset_ns) / 1e9, self._flow)
         if self._quickack:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
         if self._clamp:

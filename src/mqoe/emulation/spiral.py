@@ -28,6 +28,7 @@ from mqoe import __version__
 from mqoe.emulation.agent import SINK_PORT
 from mqoe.emulation.bulk import LINUX_COUNTERS
 from mqoe.emulation.launch import AgentSpec, delay_line, launch
+from mqoe.emulation.receiver import make_receiver_rule
 from mqoe.emulation.topology import (
     CLIENT_ADDR,
     SERVER_ADDR,
@@ -156,6 +157,8 @@ def _agents(params: SpiralParams, overrides: Mapping[str, str], receiver: str) -
     comp_stop = min(params.competitor_end_s, params.duration_s)
     server = {"addr": SERVER_ADDR, "cc": cc, "until_s": until + 1}
     sink = {"addr": CLIENT_ADDR, "sample_s": params.sample_s, "port": SINK_PORT}
+    if receiver and getattr(make_receiver_rule(receiver), "all_sockets", False):
+        sink["receiver"] = receiver  # a phone-wide rule (NetPIS) controls the competitor too
     sender = {"sink": CLIENT_ADDR, "cc": cc, "port": SINK_PORT,
               "start_s": params.competitor_start_s, "stop_s": comp_stop}  # fmt: skip
     client = {"server": SERVER_ADDR, "params": dict(overrides), "receiver": receiver}
@@ -212,7 +215,8 @@ def _assemble(
         },
     )
     return RealRun(record, delay, qdisc, metrics["idle_rtt_ms"],  # type: ignore[arg-type]
-                   client.get("receiver_applied", []))  # fmt: skip
+                   client.get("receiver_applied", [])
+                   + outputs["sink"].get("receiver_applied", []))  # fmt: skip
 
 
 def segments_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
