@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+from collections.abc import Callable
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +179,55 @@ def test_shrinking_the_buffer_before_the_window_overruns_it() -> None:
     rcv.set_rcvbuf(8 * MSS)  # buffer first: the sender still has the old window
     env.run(seconds(2))
     assert rcv.overruns > 0
+
+
+def _dcf_run(seed: int, stations: int, frames: int) -> tuple[WifiMedium, list[int], list[str]]:
+    env = Environment()
+    medium = WifiMedium(env, rng=random.Random(seed))
+    ifaces = [medium.interface(f"s{i}", 1 << 24) for i in range(stations)]
+    delivered = [0] * stations
+    order: list[str] = []
+
+    def arrived(i: int) -> Callable[[Packet], None]:
+        def done(_: Packet) -> None:
+            delivered[i] += 1
+            order.append(ifaces[i].name)
+
+        return done
+
+    for i, iface in enumerate(ifaces):
+        for _ in range(frames):
+            iface.enqueue(Packet(None, 0, 1460, (iface,), arrived(i), 0))
+    env.run(seconds(60))
+    return medium, delivered, order
+
+
+def test_dcf_shares_frames_equally_on_average_and_collides_as_bianchi() -> None:
+    medium, delivered, order = _dcf_run(seed=3, stations=2, frames=4000)
+    ifaces = medium.interfaces
+    # Conservation: every frame was delivered or dropped after the retry limit.
+    assert [d + i.drops for d, i in zip(delivered, ifaces, strict=True)] == [4000, 4000]
+    # Not round-robin any more: somebody wins twice in a row now and then …
+    assert any(a == b for a, b in itertools.pairwise(order))
+    # … but over the first 4000 frames the shares are close to equal (per-frame fairness).
+    first = order[:4000]
+    assert abs(first.count("s0") - first.count("s1")) < 0.06 * 4000
+    # Two saturated stations with CW 15: a transmission attempt collides with
+    # probability ≈ 1/16 with the other's counter (Bianchi's fixed point gives ~0.06–0.1).
+    attempts = sum(delivered) + medium.collisions
+    assert 0.03 < medium.collisions / attempts < 0.15
+
+
+def test_dcf_is_deterministic_per_seed_and_differs_between_seeds() -> None:
+    a = _dcf_run(seed=1, stations=3, frames=300)[2]
+    assert a == _dcf_run(seed=1, stations=3, frames=300)[2]
+    assert a != _dcf_run(seed=2, stations=3, frames=300)[2]
+
+
+def test_dcf_mean_access_cost_is_close_to_the_fair_models() -> None:
+    # One station alone: no collisions, backoff uniform on [0, 15] → mean 7.5 slots, the
+    # fair model's fixed ACCESS_OVERHEAD_NS.
+    medium, delivered, _ = _dcf_run(seed=5, stations=1, frames=5000)
+    assert delivered == [5000] and medium.collisions == 0
+    per_frame = medium.busy_ns / 5000 - round((1500 + MAC_HEADER_BYTES) * 8e9 / 65e6)
+    assert abs(per_frame - ACCESS_OVERHEAD_NS) < 0.03 * ACCESS_OVERHEAD_NS

@@ -40,7 +40,13 @@ def test_metrics_have_the_issue_names_and_shape(quick_out: Path) -> None:
     for row in rows:
         by_figure.setdefault(row["figure"], set()).add(row["metric"])
     assert by_figure == {
-        "netpis-seq": {"fg_bytes_at_60s", "fg_bytes_total", "bg_bytes_total", "bg_recovery_s"},
+        "netpis-seq": {
+            "fg_bytes_at_60s",
+            "fg_bytes_at_60s_sd",
+            "fg_bytes_total",
+            "bg_bytes_total",
+            "bg_recovery_s",
+        },
         "netpis-service": {"service_s_alone", "service_s_netpis", "delay_s"},
         "netpis-memory": {"rcvbuf_mb"},
     }

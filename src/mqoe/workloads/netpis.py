@@ -21,6 +21,7 @@ Modes:
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,7 @@ class NetPisScenarioParams:
     app: str = "video"  # memory mode: video | browsing
     pages: int = 12  # browsing: page loads
     phy_mbps: float = 65.0  # 802.11n MCS 7, one stream
+    wifi: str = "dcf"  # channel access: dcf (random backoff, collisions; per seed) | fair
     ap_queue_kb: float = 256.0  # AP transmit queue (calibration: ~170 full frames)
     video_rtt_ms: float = 60.0  # wired RTT behind the AP to each server (calibration)
     store_rtt_ms: float = 20.0
@@ -91,6 +93,8 @@ class NetPisScenarioParams:
             raise ValueError(f"variant must be one of {', '.join(VARIANTS)}")
         if self.service not in SERVICES:
             raise ValueError("service must be a or b")
+        if self.wifi not in ("dcf", "fair"):
+            raise ValueError("wifi must be dcf or fair")
         if self.app not in ("video", "browsing"):
             raise ValueError("app must be video or browsing")
         positive = ("duration_s", "video_s", "phy_mbps", "ap_queue_kb", "read_period_ms",
@@ -191,7 +195,10 @@ class Controller:
 
 def _network(env: Environment, params: NetPisScenarioParams) -> tuple[Network, WifiMedium]:
     net = Network(env)
-    medium = WifiMedium(env, params.phy_mbps * 1e6)
+    rng = None
+    if params.wifi == "dcf":  # DCF's backoff draws: the run's seed decides them
+        rng = random.Random(int(env.rng("wifi").integers(1 << 62)))
+    medium = WifiMedium(env, params.phy_mbps * 1e6, rng=rng)
     stations = ["phone", *(f"sta{i}" for i in range(params.other_stations))]
     queue = int(params.ap_queue_kb * 1024)
     net.add_wifi(medium, "ap", stations, ap_queue_bytes=queue, station_queue_bytes=queue)
@@ -360,6 +367,7 @@ def _collect(
     metrics["bg_acks"] = bg.connection.receiver.acks_sent if bg else 0
     metrics["decisions"] = controller.decisions
     metrics["airtime_busy_s"] = medium.busy_ns / 1e9
+    metrics["wifi_collisions"] = medium.collisions
     metrics["phone_uplink_airtime_s"] = net.links[("phone", "ap")].airtime_ns / 1e9  # type: ignore[attr-defined]
     return ScenarioOutput(metrics=metrics, tables={"timeseries": series})
 

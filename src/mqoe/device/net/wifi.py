@@ -1,19 +1,31 @@
 """A shared Wi-Fi medium: the access point and its stations contend for one channel.
 
 Every transmitter (the AP, each station) has its own drop-tail queue in bytes, but only
-one frame is on the air at a time. Each frame costs a fixed per-access overhead (DCF
-contention plus PHY preamble and the link-layer ACK) plus its bytes (with the 802.11 MAC
-header) at the PHY rate. Contention is modelled as DCF's long-run outcome: every
-backlogged transmitter gets an equal share of *transmission opportunities* (per-frame
-fairness, the cause of the 802.11 "performance anomaly"), served round-robin so runs are
-deterministic. The AP's downlink frames to every station share the AP's single queue.
+one frame is on the air at a time. Each frame costs its channel access (DIFS, backoff,
+PHY preamble, SIFS and the link-layer ACK) plus its bytes (with the 802.11 MAC header)
+at the PHY rate. The AP's downlink frames to every station share the AP's single queue.
+Two contention models:
+
+* ``fair`` (default, no randomness): DCF's long-run outcome — every backlogged
+  transmitter gets an equal share of *transmission opportunities* (per-frame fairness,
+  the cause of the 802.11 "performance anomaly"), served round-robin, each access
+  paying the *mean* backoff;
+* ``dcf`` (needs a ``random.Random``): the distributed coordination function itself
+  (Bianchi, JSAC 2000) — each backlogged transmitter counts down a backoff drawn
+  uniformly from [0, CW] slots, counters of the losers freeze while the channel is busy,
+  the smallest counter transmits, equal counters collide (the channel is busy for the
+  longest frame plus the ACK timeout, nothing is delivered, each collider doubles its
+  CW up to CWmax and redraws; a frame is dropped after the retry limit). Per-frame
+  fairness then holds on average only, and runs differ from seed to seed as real ones do.
 
 This is the mechanism through which receiver-side ACK thinning frees air time: the
-phone's pure ACKs are frames too, each paying the same access overhead as a data frame.
-Not modelled: collisions and retries, A-MPDU aggregation, rate adaptation, power save.
+phone's pure ACKs are frames too, each paying the same access cost as a data frame.
+Not modelled: A-MPDU aggregation, rate adaptation, power save, hidden terminals.
 """
 
 from __future__ import annotations
+
+import random
 
 from mqoe.device.net.link import Link, Packet, arrive
 from mqoe.engine import Environment
@@ -22,7 +34,11 @@ from mqoe.engine import Environment
 # in Bianchi, JSAC 2000, and Jun et al., "Theoretical maximum throughput of IEEE 802.11",
 # NCA 2003): DIFS 34 µs + mean backoff CWmin/2 × slot = 7.5 × 9 µs + HT-mixed PHY
 # preamble/header 40 µs, then SIFS 16 µs + the MAC ACK at a 24 Mbit/s basic rate (28 µs).
-ACCESS_OVERHEAD_NS = 34_000 + 67_500 + 40_000 + 16_000 + 28_000
+DIFS_NS, SLOT_NS, PREAMBLE_NS, SIFS_NS, MAC_ACK_NS = 34_000, 9_000, 40_000, 16_000, 28_000
+CW_MIN, CW_MAX, RETRY_LIMIT = 15, 1023, 7  # 802.11 OFDM PHY; dot11ShortRetryLimit
+ACCESS_OVERHEAD_NS = DIFS_NS + CW_MIN * SLOT_NS // 2 + PREAMBLE_NS + SIFS_NS + MAC_ACK_NS
+# Without an ACK a sender waits SIFS + slot + PHY-RX-start delay (25 µs) before retrying.
+ACK_TIMEOUT_NS = SIFS_NS + SLOT_NS + 25_000
 MAC_HEADER_BYTES = 36  # 802.11 MAC header 24 + LLC/SNAP 8 + FCS 4
 PHY_RATE_BPS = 65e6  # MCS 7, one stream, 800 ns guard interval (a Galaxy Nexus-era phone)
 
@@ -30,13 +46,17 @@ PHY_RATE_BPS = 65e6  # MCS 7, one stream, 800 ns guard interval (a Galaxy Nexus-
 class WifiInterface(Link):
     """One transmitter's queue on a :class:`WifiMedium` (drop-tail, bytes)."""
 
-    __slots__ = ("airtime_ns", "frames", "medium")
+    __slots__ = ("airtime_ns", "backoff", "collisions", "cw", "frames", "medium", "retries")
 
     def __init__(self, medium: WifiMedium, queue_limit_bytes: int, delay_ns: int, name: str):
         super().__init__(medium.env, medium.phy_rate_bps, delay_ns, queue_limit_bytes, name)
         self.medium = medium
         self.airtime_ns = 0  # channel time this transmitter has used
         self.frames = 0
+        self.backoff = -1  # dcf: slots left before it may transmit (-1 = none drawn)
+        self.cw = CW_MIN
+        self.retries = 0  # dcf: attempts of the head-of-line frame that collided
+        self.collisions = 0
 
     def enqueue(self, packet: Packet) -> None:
         if self.queue_bytes + packet.size <= self.queue_limit_bytes:
@@ -65,9 +85,14 @@ class WifiMedium:
         phy_rate_bps: float = PHY_RATE_BPS,
         access_overhead_ns: int = ACCESS_OVERHEAD_NS,
         mac_header_bytes: int = MAC_HEADER_BYTES,
+        rng: random.Random | None = None,
     ) -> None:
+        """``rng`` switches contention from ``fair`` to ``dcf`` (module docstring)."""
         if phy_rate_bps <= 0 or access_overhead_ns < 0 or mac_header_bytes < 0:
             raise ValueError("Wi-Fi needs a PHY rate > 0 and non-negative overheads")
+        self.rng = rng
+        self.collisions = 0
+        self.retry_drops = 0
         self.env = env
         self.phy_rate_bps = phy_rate_bps
         self.access_overhead_ns = access_overhead_ns
@@ -94,6 +119,9 @@ class WifiMedium:
         """Start the next frame if the channel is idle and someone has one queued."""
         if self._busy:
             return
+        if self.rng is not None:
+            self._contend(self.rng)
+            return
         interfaces = self.interfaces
         n = len(interfaces)
         for k in range(n):
@@ -101,13 +129,66 @@ class WifiMedium:
             if iface._queue:
                 self._turn = (self._turn + k + 1) % n
                 packet = iface._pop()
-                airtime = self.frame_airtime_ns(packet.size)
-                iface.airtime_ns += airtime
-                iface.frames += 1
-                self.busy_ns += airtime
-                self._busy = True
-                self.env.schedule(airtime, self._sent, (iface, packet))
+                self._transmit(iface, packet, self.frame_airtime_ns(packet.size))
                 return
+
+    def _transmit(self, iface: WifiInterface, packet: Packet, airtime: int) -> None:
+        iface.airtime_ns += airtime
+        iface.frames += 1
+        self.busy_ns += airtime
+        self._busy = True
+        self.env.schedule(airtime, self._sent, (iface, packet))
+
+    def _contend(self, rng: random.Random) -> None:
+        """One DCF contention round among the backlogged transmitters."""
+        best = CW_MAX + 1
+        winners: list[WifiInterface] = []
+        for iface in self.interfaces:
+            if not iface._queue:
+                continue
+            if iface.backoff < 0:
+                iface.backoff = int(rng.random() * (iface.cw + 1))
+            if iface.backoff < best:
+                best, winners = iface.backoff, [iface]
+            elif iface.backoff == best:
+                winners.append(iface)
+        if not winners:
+            return
+        for iface in self.interfaces:
+            if iface._queue:
+                iface.backoff -= best  # the others' counters freeze at what is left
+        idle = DIFS_NS + best * SLOT_NS
+        if len(winners) == 1:
+            iface = winners[0]
+            packet = iface._pop()
+            iface.backoff, iface.cw, iface.retries = -1, CW_MIN, 0
+            self._transmit(iface, packet, idle + self._frame_ns(packet.size) + SIFS_NS + MAC_ACK_NS)
+            return
+        longest = max(self._frame_ns(iface._queue[0].size) for iface in winners)
+        airtime = idle + longest + ACK_TIMEOUT_NS
+        self.collisions += 1
+        for iface in winners:
+            iface.collisions += 1
+            iface.airtime_ns += airtime
+            iface.retries += 1
+            if iface.retries > RETRY_LIMIT:  # give up on this frame
+                iface._pop()
+                iface.drops += 1
+                self.retry_drops += 1
+                iface.retries, iface.cw = 0, CW_MIN
+            else:
+                iface.cw = min(2 * iface.cw + 1, CW_MAX)
+            iface.backoff = -1
+        self.busy_ns += airtime
+        self._busy = True
+        self.env.schedule(airtime, self._idle, None)
+
+    def _frame_ns(self, size_bytes: int) -> int:
+        return PREAMBLE_NS + round((size_bytes + self.mac_header_bytes) * self._ns_per_byte)
+
+    def _idle(self, _: object) -> None:
+        self._busy = False
+        self.kick()
 
     def _sent(self, item: tuple[WifiInterface, Packet]) -> None:
         iface, packet = item
@@ -118,4 +199,13 @@ class WifiMedium:
         self.kick()
 
 
-__all__ = ["ACCESS_OVERHEAD_NS", "MAC_HEADER_BYTES", "PHY_RATE_BPS", "WifiInterface", "WifiMedium"]
+__all__ = [
+    "ACCESS_OVERHEAD_NS",
+    "CW_MAX",
+    "CW_MIN",
+    "MAC_HEADER_BYTES",
+    "PHY_RATE_BPS",
+    "RETRY_LIMIT",
+    "WifiInterface",
+    "WifiMedium",
+]
