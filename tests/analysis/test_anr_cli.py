@@ -17,7 +17,7 @@ from mqoe.analysis.anr import load_events, write_synth_dir
 from mqoe.cli import analyze_anr
 from mqoe.errors import UserError
 
-REAL_DATA = Path("/work/shared/data/anr")
+REAL_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "anr"
 
 
 def _run(argv: list[str]) -> int:
@@ -120,7 +120,7 @@ def test_garbage_and_bad_arguments_are_user_errors(tmp_path: Path) -> None:
         _run([str(empty)])
 
 
-@pytest.mark.skipif(not REAL_DATA.is_dir(), reason="no real ANR traces in /work/shared/data/anr")
+@pytest.mark.skipif(not REAL_DATA.is_dir(), reason=f"no real ANR traces in {REAL_DATA}")
 def test_real_traces_parse() -> None:
     loaded = load_events([REAL_DATA], skip_bad_files=True)
     assert loaded.events

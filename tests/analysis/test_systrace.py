@@ -858,7 +858,7 @@ def test_a_million_lines_parse_in_under_15_seconds(tmp_path: Path) -> None:
     assert len(trace.frames) == len(truth.frames)
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="no real systrace files in /work/shared/data")
+@pytest.mark.skipif(not REAL.is_dir(), reason=f"no real systrace files in {REAL}")
 def test_real_traces_parse() -> None:
     files = [p for p in sorted(REAL.rglob("*")) if p.is_file() and not p.name.endswith(".md")]
     for path in files:
