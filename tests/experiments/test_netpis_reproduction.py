@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from mqoe.experiments import EXPERIMENTS
-from mqoe.experiments.netpis import SEQ_VARIANTS, NetPis, run_jobs
+from mqoe.experiments.netpis import SEQ_VARIANTS, NetPis, run_jobs, shape_checks
 from mqoe.results.comparison import read_comparison_csv
 
 
@@ -64,3 +65,39 @@ def test_metrics_have_the_issue_names_and_shape(quick_out: Path) -> None:
     service = [float(r["value"]) for r in rows if r["metric"] == "service_s_netpis"]
     alone = [float(r["value"]) for r in rows if r["metric"] == "service_s_alone"]
     assert all(s >= a - 1.0 for s, a in zip(service, alone, strict=True))  # no faster with load
+
+
+def _synthetic(fg_mb: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
+    runs = pd.DataFrame(
+        [
+            {"variant": v, "seed": seed, "fg_bytes_at_60s": mb * 1e6, "bg_recovery_s": 1.0}
+            for v, values in fg_mb.items()
+            for seed, mb in enumerate(values, start=1)
+        ]
+    )
+    grouped = runs.groupby("variant", sort=False)
+    seq = grouped[["fg_bytes_at_60s", "bg_recovery_s"]].mean()
+    seq["recovered"] = grouped["bg_recovery_s"].count()
+    seq["seeds"] = grouped.size()
+    memory = pd.DataFrame(
+        [{"app": a, "variant": v, "rcvbuf_mb": 1.0} for a in ("video", "browsing")
+         for v in ("original", "netpis")]
+    )  # fmt: skip
+    service = pd.DataFrame([{"video": "a", "service_s_alone": 60.0, "delay_s": 0.0}])
+    return {"seq": seq.reset_index(), "seq_runs": runs, "memory": memory, "service": service}
+
+
+def test_a_variant_beats_another_only_beyond_the_seeds_spread() -> None:
+    def verdict(netpis: list[float], both: list[float]) -> str:
+        base = [10.0, 20.0, 30.0, 40.0]
+        t = _synthetic({"original": base, "fg-only": base, "bg-only": both, "both": both,
+                        "netpis": netpis})  # fmt: skip
+        row = next(r for r in shape_checks(t) if "full NetPIS beats" in r.what)
+        return row.verdict
+
+    both = [50.0, 20.0, 70.0, 40.0]
+    # A consistent paired gain of 1 MB counts even though the seeds spread by 50 MB …
+    assert verdict([51.0, 21.0, 71.0, 41.0], both) == "met"
+    # … a larger mean gain that flips sign from seed to seed does not, nor a tie.
+    assert verdict([80.0, 5.0, 95.0, 30.0], both) == "not met"
+    assert verdict(both, both) == "not met"
