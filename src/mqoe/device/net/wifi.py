@@ -140,30 +140,34 @@ class WifiMedium:
         self.env.schedule(airtime, self._sent, (iface, packet))
 
     def _contend(self, rng: random.Random) -> None:
-        """One DCF contention round among the backlogged transmitters."""
+        """One DCF contention round among the backlogged transmitters (no allocation
+        unless two counters tie)."""
         best = CW_MAX + 1
-        winners: list[WifiInterface] = []
+        winner: WifiInterface | None = None
+        tie = False
         for iface in self.interfaces:
             if not iface._queue:
                 continue
             if iface.backoff < 0:
                 iface.backoff = int(rng.random() * (iface.cw + 1))
             if iface.backoff < best:
-                best, winners = iface.backoff, [iface]
+                best, winner, tie = iface.backoff, iface, False
             elif iface.backoff == best:
-                winners.append(iface)
-        if not winners:
+                tie = True
+        if winner is None:
             return
         for iface in self.interfaces:
             if iface._queue:
                 iface.backoff -= best  # the others' counters freeze at what is left
         idle = DIFS_NS + best * SLOT_NS
-        if len(winners) == 1:
-            iface = winners[0]
-            packet = iface._pop()
-            iface.backoff, iface.cw, iface.retries = -1, CW_MIN, 0
-            self._transmit(iface, packet, idle + self._frame_ns(packet.size) + SIFS_NS + MAC_ACK_NS)
+        if not tie:
+            packet = winner._pop()
+            winner.backoff, winner.cw, winner.retries = -1, CW_MIN, 0
+            self._transmit(
+                winner, packet, idle + self._frame_ns(packet.size) + SIFS_NS + MAC_ACK_NS
+            )
             return
+        winners = [i for i in self.interfaces if i._queue and i.backoff == 0]
         longest = max(self._frame_ns(iface._queue[0].size) for iface in winners)
         airtime = idle + longest + ACK_TIMEOUT_NS
         self.collisions += 1
