@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
+from mqoe.apps.playback import PlaybackBuffer
 from mqoe.device.net import BulkFlow, Connection, HttpClient, Network, Response, TcpConfig
 from mqoe.engine import Environment, Event, seconds
 from mqoe.policies.abr.base import AbrRule, AbrState, Download, Representation, checked
@@ -87,11 +88,7 @@ class VideoApp:
         self.first_frame_ns = -1
         self.ended_ns = -1
         self.downloaded_ns = -1  # the last segment is in
-        self.rebuffer_s = 0.0
-        self._buffer_s = 0.0
-        self._played_s = 0.0
-        self._playing = False
-        self._updated_ns = env.now
+        self.playback = PlaybackBuffer(lambda: env.now)
         self.done = Event(env)
         env.process(self._run(), "video")
 
@@ -102,31 +99,25 @@ class VideoApp:
             return float("nan")
         return (self.ended_ns - self.started_ns) / 1e9
 
-    def _drain(self) -> None:
-        now = self.env.now
-        elapsed = (now - self._updated_ns) / 1e9
-        self._updated_ns = now
-        if self._playing and elapsed > 0:
-            played = min(self._buffer_s, elapsed)
-            self._buffer_s -= played
-            self._played_s += played
-            self.rebuffer_s += elapsed - played
+    @property
+    def rebuffer_s(self) -> float:
+        return self.playback.rebuffer_s
 
     def _run(self) -> Generator[Event, object, None]:
-        env, last = self.env, None
+        env, last, playback = self.env, None, self.playback
         fetched_s = 0.0
         while fetched_s < self.video_s - 1e-9:
-            self._drain()
+            level = playback.level_s()
             room_at = self.buffer_max_s - self.segment_s
-            if self._buffer_s > room_at:  # the pause of download-then-pause
-                yield env.timeout(seconds(self._buffer_s - room_at))
-                self._drain()
+            if level > room_at:  # the pause of download-then-pause
+                yield env.timeout(seconds(level - room_at))
+                level = playback.level_s()
             now_s = env.now / 1e9
             state = AbrState(
                 now_s=now_s,
                 ladder=self.ladder,
                 segment_s=self.segment_s,
-                buffer_s=self._buffer_s,
+                buffer_s=level,
                 buffer_max_s=self.buffer_max_s,
                 downloads=self.downloads,
                 last=last,
@@ -146,17 +137,15 @@ class VideoApp:
             self.segments.append(
                 VideoSegment(decision.representation, rate_kbps, size, now_s, done_s)
             )
-            self._drain()
-            self._buffer_s += seg_s
+            playback.add(seg_s)
             fetched_s += seg_s
-            if not self._playing:
-                self._playing = True
+            if not playback.playing:
+                playback.playing = True
                 self.first_frame_ns = env.now
             last = decision.representation
         self.downloaded_ns = env.now
-        self._drain()
-        yield env.timeout(seconds(self._buffer_s))
-        self._drain()
+        yield env.timeout(seconds(playback.level_s()))
+        playback.level_s()
         self.ended_ns = env.now
         self.done.succeed(self)
 

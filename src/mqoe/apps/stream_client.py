@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
+from mqoe.apps.playback import PlaybackBuffer
 from mqoe.device.net import HttpClient, Response
 from mqoe.engine import Environment, Event, seconds
 from mqoe.policies.abr.base import AbrRule, AbrState, Download, Representation, checked
@@ -56,25 +57,16 @@ class StreamingClient:
         self.name = name
         self.downloads: list[Download] = []
         self.segments: list[SegmentRecord] = []
-        self.rebuffer_s = 0.0
-        self._buffer_s = 0.0
-        self._playing = False
-        self._updated_ns = 0
+        self.playback = PlaybackBuffer(lambda: env.now)
         self.process = env.process(self._run(), name)
 
     def buffer_s(self) -> float:
         """Media buffered ahead of the playhead now."""
-        self._drain()
-        return self._buffer_s
+        return self.playback.level_s()
 
-    def _drain(self) -> None:
-        now = self.env.now
-        elapsed = (now - self._updated_ns) / 1e9
-        self._updated_ns = now
-        if self._playing and elapsed > 0:
-            played = min(self._buffer_s, elapsed)
-            self._buffer_s -= played
-            self.rebuffer_s += elapsed - played  # the playhead waited on an empty buffer
+    @property
+    def rebuffer_s(self) -> float:
+        return self.playback.rebuffer_s
 
     def _run(self) -> Generator[Event, object, None]:
         env, last = self.env, None
@@ -115,8 +107,7 @@ class StreamingClient:
                 response.new_connection,
             )
             self.segments.append(record)
-            self._drain()
-            self._buffer_s += self.segment_s
-            self._playing = True
+            self.playback.add(self.segment_s)
+            self.playback.playing = True
             last = decision.representation
             segment += 1

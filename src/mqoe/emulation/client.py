@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mqoe.apps.playback import PlaybackBuffer
 from mqoe.emulation.agent import SERVER_PORT, BinCounter
 from mqoe.emulation.receiver import ReceiverController, make_receiver_rule, observe
 from mqoe.policies.abr.base import AbrState, Download, checked
@@ -111,31 +112,20 @@ def run_client(config: dict[str, Any], handshake: Callable[[], int]) -> None:
     counter = BinCounter(t0, params.sample_s, params.duration_s)
     downloads: list[Download] = []
     segments: list[dict[str, Any]] = []
-    buffer_s, playing, rebuffer_s, updated = 0.0, False, 0.0, t0
+    playback = PlaybackBuffer(time.monotonic_ns)
     last: int | None = None
     conn: _Connection | None = None
     idle_rtt_ms = math.nan
 
-    def drain() -> float:
-        nonlocal buffer_s, rebuffer_s, updated
-        now = time.monotonic_ns()
-        elapsed = (now - updated) / 1e9
-        updated = now
-        if playing and elapsed > 0:
-            played = min(buffer_s, elapsed)
-            buffer_s -= played
-            rebuffer_s += elapsed - played
-        return buffer_s
-
     room_at = params.buffer_max_s - params.segment_s
     while time.monotonic_ns() < deadline:
-        level = drain()
+        level = playback.level_s()
         if level > room_at:
             wake = time.monotonic_ns() + int((level - room_at) * 1e9)
             if wake >= deadline:
                 break
             time.sleep(max(0.0, (wake - time.monotonic_ns()) / 1e9))
-            level = drain()
+            level = playback.level_s()
         now_s = (time.monotonic_ns() - t0) / 1e9
         state = AbrState(now_s=now_s, ladder=ladder, segment_s=params.segment_s,
                          buffer_s=level, buffer_max_s=params.buffer_max_s,
@@ -163,16 +153,15 @@ def run_client(config: dict[str, Any], handshake: Callable[[], int]) -> None:
             "rate_kbps": rate_kbps, "size_bytes": size, "request_s": request_s,
             "done_s": done_s, "buffer_s": level, "new_connection": new_connection,
         })  # fmt: skip
-        drain()
-        buffer_s += params.segment_s
-        playing = True
+        playback.add(params.segment_s)
+        playback.playing = True
         last = decision.representation
     if conn is not None:
         conn.close()
     result = {
         "segments": segments,
         "bins": counter.bins,
-        "rebuffer_s": rebuffer_s,
+        "rebuffer_s": playback.rebuffer_s,
         "idle_rtt_ms": idle_rtt_ms,
         "receiver_applied": [(t, f, str(s)) for t, f, s in controller.applied],
     }

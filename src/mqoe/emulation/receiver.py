@@ -131,6 +131,7 @@ class NetpisReceiverRule:
     _allocator: netpis.Allocator = field(init=False, repr=False)
     _tracer: netpis.NeedTracer = field(init=False, repr=False)
     _state: dict[str, tuple[int, int | None]] = field(init=False, repr=False)
+    _keys: dict[str, int] = field(init=False, repr=False)  # flow → its "process" and socket
 
     def __post_init__(self) -> None:
         if self.period_s <= 0:
@@ -140,10 +141,11 @@ class NetpisReceiverRule:
         self._allocator = netpis.Allocator(self.variant, params)
         self._tracer = netpis.NeedTracer()
         self._state = {}
+        self._keys = {self.foreground_flow: 0}
 
     def decide(self, obs: SocketObservation) -> ReceiverSettings:
         fg = obs.flow == self.foreground_flow
-        key = 0 if fg else 1 + sum(map(ord, obs.flow))  # one "process" and socket per flow
+        key = self._keys.setdefault(obs.flow, len(self._keys))  # one process, socket per flow
         self._tracer.observe(round(obs.now_s * 1e9), key, key, obs.unread_bytes)
         kernel = self._allocator.params.kernel_rcvbuf_bytes
         rcvbuf, clamp = self._state.get(obs.flow, (kernel, None))
