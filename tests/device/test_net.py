@@ -214,3 +214,36 @@ def test_a_new_connection_sends_at_most_its_initial_window_in_the_first_rtt() ->
     request_arrives = ms(150)  # SYN 50 ms up, SYN-ACK 50 ms down, request 50 ms up
     env.run(request_arrives + ms(99))  # before the first ACK can return
     assert http.connections[0].sender.segments_sent == 4
+
+
+def _slow_start_cwnd(counting: str, delayed: bool) -> tuple[float, int]:
+    """Final cwnd and ACK count of a loss-free 100-segment transfer in slow start."""
+    env = Environment()
+    net = dumbbell(env, queue_bytes=1 << 22, rate_bps=100e6, rtt_ms=20)
+    cfg = TcpConfig(congestion_control="newreno", hystart=False, delayed_ack=delayed,
+                    ack_counting=counting)  # type: ignore[arg-type]  # fmt: skip
+    http = HttpClient(net, "b", "client", cfg)
+    _transfer(env, http, [100 * MSS])
+    env.run(seconds(5))
+    conn = http.connections[0]
+    assert conn.sender.timeouts == 0 and conn.sender.snd_una == 100 * MSS  # all acked, no loss
+    return conn.sender.cwnd, conn.receiver.acks_sent
+
+
+def test_an_ack_per_segment_grows_the_window_the_same_under_either_counting() -> None:
+    assert _slow_start_cwnd("per-ack", delayed=False) == _slow_start_cwnd("bytes", delayed=False)
+
+
+def test_old_linux_grows_the_window_by_one_segment_per_ack_however_much_it_acks() -> None:
+    """Linux < 3.14 slow start: +1 MSS per ACK, so delayed (stretch) ACKs halve growth."""
+    iw = 10 * MSS
+    per_ack, acks = _slow_start_cwnd("per-ack", delayed=True)
+    by_bytes, _ = _slow_start_cwnd("bytes", delayed=True)
+    assert by_bytes == iw + 100 * MSS  # RFC 3465: one MSS per MSS acknowledged
+    assert per_ack == iw + acks * MSS  # one MSS per ACK
+    assert 45 <= acks <= 60  # every second segment (and the ACK timeout for a lone one)
+
+
+def test_ack_counting_is_checked() -> None:
+    with pytest.raises(ValueError, match="ack_counting"):
+        TcpConfig(ack_counting="segments")  # type: ignore[arg-type]

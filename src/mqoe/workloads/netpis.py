@@ -78,6 +78,11 @@ class NetPisScenarioParams:
     video_rtt_ms: float = 60.0  # wired RTT behind the AP to each server (calibration)
     store_rtt_ms: float = 20.0
     web_rtt_ms: float = 40.0
+    # How the servers' TCP grows its window per ACK: bytes = by the data acknowledged
+    # (Linux ≥ 4.0); per-ack = one segment per ACK however much it acknowledges (Linux
+    # before 3.14/4.0, the servers of spec 05's era), under which delayed ACKs slow a
+    # sender down.
+    ack_counting: str = "bytes"
     other_stations: int = 2  # other phones on the AP, each with a bulk download (spec 05)
     read_period_ms: float = 20.0  # apps' read loop (calibration)
     control_period_ms: float = 10.0  # NetPIS decisions (the paper: per packet)
@@ -93,6 +98,8 @@ class NetPisScenarioParams:
             raise ValueError(f"variant must be one of {', '.join(VARIANTS)}")
         if self.service not in SERVICES:
             raise ValueError("service must be a or b")
+        if self.ack_counting not in ("per-ack", "bytes"):
+            raise ValueError("ack_counting must be per-ack or bytes")
         if self.wifi not in ("dcf", "fair"):
             raise ValueError("wifi must be dcf or fair")
         if self.app not in ("video", "browsing"):
@@ -230,7 +237,8 @@ class NetPisScenario:
     def build(self, phone: Phone, params: NetPisScenarioParams) -> Session:
         env = phone.env
         net, medium = _network(env, params)
-        tcp = TcpConfig()  # Linux defaults; rcvbuf 1 MB = Android 4.x wifi tcp_rmem default
+        # Linux defaults; rcvbuf 1 MB = Android 4.x wifi tcp_rmem default.
+        tcp = TcpConfig(ack_counting=params.ack_counting)  # type: ignore[arg-type]
         tracer = NeedTracer(Path(params.trace_path) if params.trace_path else None)
         controller = Controller(env, phone, net, params, tracer)
         procs = phone.processes

@@ -56,6 +56,11 @@ class TcpConfig:
     restart_after_idle: bool = True  # net.ipv4.tcp_slow_start_after_idle = 1
     sack: bool = True  # net.ipv4.tcp_sack = 1 (RFC 2018); False = NewReno recovery only
     hystart: bool = True  # CUBIC's HyStart delay-increase exit (Linux tcp_cubic hystart=1)
+    # How an ACK grows the window: "bytes" = by the data it acknowledges (Linux ≥ 4.0,
+    # RFC 3465); "per-ack" = by one segment per ACK, however many it acknowledges, as
+    # Linux before 3.14 (slow start) and 4.0 (congestion avoidance) did — stretch ACKs,
+    # e.g. from a receiver that delays its ACKs longer, slow such a sender down.
+    ack_counting: Literal["bytes", "per-ack"] = "bytes"
     delayed_ack: bool = True
     ato_ns: int = TCP_ATO_MIN_NS
     rcvbuf_bytes: int = 1 << 20  # receive buffer; its free space is the advertised window
@@ -65,6 +70,8 @@ class TcpConfig:
     def __post_init__(self) -> None:
         if self.mss_bytes <= 0 or self.initial_window_segments <= 0 or self.rcvbuf_bytes <= 0:
             raise ValueError("mss, initial window and receive buffer must be positive")
+        if self.ack_counting not in ("bytes", "per-ack"):
+            raise ValueError(f"ack_counting must be bytes or per-ack, got {self.ack_counting!r}")
         if self.congestion_control not in ("newreno", "cubic"):
             raise ValueError(
                 f"congestion_control must be newreno or cubic, got {self.congestion_control!r}"
@@ -202,6 +209,7 @@ class TcpSender:
         self._rto_timer: Timer | None = None
         self._last_send_ns = -_INFINITE
         self._cubic = _Cubic() if cfg.congestion_control == "cubic" else None
+        self._per_ack = cfg.ack_counting == "per-ack"
         self._board = _Scoreboard()
         self._retx_next = 0  # SACK recovery: holes below this were retransmitted (HighRxt)
         self._retx_marks: dict[int, int] = {}  # retransmitted seq → snd_nxt when resent
@@ -386,6 +394,8 @@ class TcpSender:
 
     def _grow(self, acked: int, now: int) -> None:
         mss = self.mss
+        if self._per_ack:  # tcp_slow_start / tcp_cong_avoid_ai before Linux 3.14 / 4.0
+            acked = min(acked, mss)
         if self.cwnd < self.ssthresh:  # slow start: one MSS per MSS acked
             self.cwnd = min(self.cwnd + acked, max(self.ssthresh, self.cwnd))
             return
