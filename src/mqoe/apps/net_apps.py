@@ -145,7 +145,7 @@ class VideoApp:
             last = decision.representation
         self.downloaded_ns = env.now
         yield env.timeout(seconds(playback.level_s()))
-        playback.level_s()
+        playback.level_s()  # account the last stretch of playback (played_s, rebuffer_s)
         self.ended_ns = env.now
         self.done.succeed(self)
 

@@ -119,18 +119,7 @@ def tables(results: list[tuple[Job, RunRecord]]) -> dict[str, pd.DataFrame]:
             {
                 "variant": job.label,
                 "seed": job.seed,
-                **{
-                    m: _metric(r, m)
-                    for m in (
-                        "fg_bytes_at_60s",
-                        "fg_bytes_total",
-                        "bg_bytes_total",
-                        "bg_recovery_s",
-                        "mean_rate_kbps",
-                        "bg_acks",
-                        "overruns",
-                    )
-                },
+                **{m: _metric(r, m) for m in SEQ_METRICS},
             }
             for job, r in results
             if job.part == "seq"
