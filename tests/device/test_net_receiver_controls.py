@@ -46,6 +46,27 @@ def test_window_clamp_caps_throughput_at_clamp_over_rtt() -> None:
     assert flow.connection.sender.rwnd <= 20 * MSS
 
 
+def _limited_share(clamp_segments: int | None) -> tuple[float, float]:
+    """(rwnd-limited share of busy time, busy time in s) of an 8 s bulk download."""
+    env = Environment()
+    flow = BulkFlow(wired(env, rtt_ms=100.0, rate_bps=10e6), "server", "client", TcpConfig())
+    if clamp_segments is not None:
+        flow.connection.receiver.set_window_clamp(clamp_segments * MSS)
+    flow.start()
+    env.run(seconds(8))
+    snd = flow.connection.sender
+    return snd.rwnd_limited_ns / snd.busy_ns, snd.busy_ns / 1e9
+
+
+def test_chrono_stats_tell_whether_the_receiver_window_held_the_sender_back() -> None:
+    # BDP 10 Mbit/s × 100 ms = 125 kB: a 20-segment (29 kB) window limits the sender
+    # nearly all the time; with the default 1 MB buffer cwnd (loss, queue) limits it.
+    limited, busy = _limited_share(20)
+    assert limited > 0.95 and 7.5 < busy <= 8.0  # busy from the first segment to the end
+    free, busy = _limited_share(None)
+    assert free < 0.05 and 7.5 < busy <= 8.0
+
+
 def test_default_controls_are_the_kernel_defaults() -> None:
     env = Environment()
     cfg = TcpConfig()

@@ -69,6 +69,23 @@ def test_background_untouched_without_a_foreground_flow() -> None:
     )  # fmt: skip
 
 
+def test_uncontrolled_sockets_keep_the_buffer_their_app_set() -> None:
+    # bg-only leaves the foreground alone: an app's own 64 KB SO_RCVBUF stays 64 KB, while
+    # the same socket under fg control is lifted to at least the kernel's default.
+    own = 64 * KB
+    fg = obs(foreground=True, rcvbuf_bytes=own, own_rcvbuf_bytes=own, need_bytes=20 * KB)
+    kept = Allocator("bg-only").decide(fg)
+    assert (kept.rcvbuf_bytes, kept.window_clamp_bytes) == (own, None)
+    assert Allocator("both").decide(fg).rcvbuf_bytes == DEFAULT
+    # A background socket released when the foreground goes returns to its own buffer.
+    bg = obs(rcvbuf_bytes=DEFAULT, own_rcvbuf_bytes=own, foreground_exists=False)
+    released = Allocator("both").decide(bg)
+    assert released.window_clamp_bytes == own and released.case2  # the window first
+    done = Allocator("both").decide(obs(rcvbuf_bytes=DEFAULT, window_clamp_bytes=own,
+                                        own_rcvbuf_bytes=own, foreground_exists=False))  # fmt: skip
+    assert (done.rcvbuf_bytes, done.window_clamp_bytes) == (own, None)
+
+
 def test_exempt_background_socket_is_never_throttled() -> None:
     s = Allocator("netpis").decide(obs(exempt=True))
     assert s.released and s.rcvbuf_bytes == DEFAULT

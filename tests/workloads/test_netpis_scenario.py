@@ -42,6 +42,19 @@ def test_netpis_throttles_the_background_without_overruns() -> None:
     assert run.metrics["overruns"] == 0
 
 
+def test_an_app_locked_foreground_buffer_is_window_limited_and_bg_only_leaves_it() -> None:
+    locked = {**SHORT, "fg_rcvbuf_kb": "32"}
+    own = run_scenario("netpis", PROFILE, 1, {**locked, "variant": "bg-only"})
+    fg_buffers = own.tables["timeseries"]["fg_rcvbuf_bytes"]
+    assert set(fg_buffers[fg_buffers > 0]) == {32 * 1024}  # the app's SO_RCVBUF, untouched
+    assert own.metrics["fg_rwnd_limited_share"] > 0.2  # its window holds the video back
+    lifted = run_scenario("netpis", PROFILE, 1, {**locked, "variant": "fg-only"})
+    assert lifted.metrics["fg_rwnd_limited_share"] < 0.05  # lifted to the kernel's 1 MB
+    assert lifted.metrics["fg_bytes_total"] > own.metrics["fg_bytes_total"]
+    with pytest.raises(ValueError, match="fg_rcvbuf_kb"):
+        NetPisScenarioParams(fg_rcvbuf_kb=-1)
+
+
 def test_exception_list_is_honoured() -> None:
     run = run_scenario(
         "netpis", PROFILE, 1, {**SHORT, "variant": "netpis", "exceptions": "com.android.vending"}

@@ -46,9 +46,12 @@ the paths that matter here (``tcp_send_delayed_ack`` also bounds it by the RTT),
 longer ATO would exceed the sender's minimum RTO and cause spurious timeouts.
 
 "Background sockets unchanged when only background processes exist" is read as: NetPIS
-hands the socket back to the kernel's defaults (``SocketSettings.released``), with the
-same case-1/case-2 ordering on the way. A foreground process that has not received
-anything for ``idle_ns`` does not count as a foreground flow.
+hands the socket back as it was before NetPIS touched it — the buffer its app set with
+SO_RCVBUF, or the kernel's default (``SocketObservation.own_rcvbuf_bytes``), no clamp,
+the kernel's delayed ACK (``SocketSettings.released``) — with the same case-1/case-2
+ordering on the way. A socket the variant does not control (the foreground under
+``bg-only``) is left exactly so. A foreground process that has not received anything
+for ``idle_ns`` does not count as a foreground flow.
 """
 
 from __future__ import annotations
@@ -258,6 +261,10 @@ class SocketObservation:
     foreground_exists: bool  # a foreground flow exists right now
     exempt: bool = False  # its process is on the exception list
     process_max_need_bytes: int = 0  # NetPIS-D's per-process maximum (foreground sizing)
+    # The buffer the socket had before NetPIS touched it — the app's SO_RCVBUF, or the
+    # kernel's default if it set none (None: the kernel's default). A socket NetPIS does
+    # not control, or releases, goes back to it.
+    own_rcvbuf_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -287,7 +294,8 @@ class Allocator:
         p, v = self.params, self.variant
         controlled = not obs.exempt and (v.control_fg if obs.foreground else v.control_bg)
         if not controlled or (not obs.foreground and not obs.foreground_exists):
-            return _move(obs, p.kernel_rcvbuf_bytes, None)  # back to the kernel's
+            own = p.kernel_rcvbuf_bytes if obs.own_rcvbuf_bytes is None else obs.own_rcvbuf_bytes
+            return _move(obs, own, None)  # left alone, or handed back as it was
         if obs.foreground:  # favoured: never below the kernel's size, more if it needs it
             need = max(obs.need_bytes, obs.process_max_need_bytes)
             target = max(p.kernel_rcvbuf_bytes, round(need * (1 + p.alpha)))

@@ -7,7 +7,10 @@ are processes (zygote children) owning their sockets (:mod:`mqoe.apps.net_apps`)
 NetPIS-D samples each socket's unread bytes, NetPIS-S classifies sockets from the process
 table, NetPIS-R (:mod:`mqoe.policies.netpis`) decides buffer, window clamp and delayed
 ACK, and the controller applies them to the TCP receivers. Variant ``original`` only
-observes.
+observes. ``fg_rcvbuf_kb`` makes the video app set its own SO_RCVBUF (locking the buffer
+Linux would otherwise size); ``fg_rwnd_limited_share`` / ``bg_rwnd_limited_share``
+report how much of each sender's busy time the receiver's window held it back — the
+only time receiver-side control can change anything.
 
 Modes:
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -83,6 +86,9 @@ class NetPisScenarioParams:
     # before 3.14/4.0, the servers of spec 05's era), under which delayed ACKs slow a
     # sender down.
     ack_counting: str = "bytes"
+    # The video app's own SO_RCVBUF in KB (0 = none: the kernel's default buffer). An app
+    # that sets it locks the buffer; its window can then hold the flow back.
+    fg_rcvbuf_kb: float = 0.0
     other_stations: int = 2  # other phones on the AP, each with a bulk download (spec 05)
     read_period_ms: float = 20.0  # apps' read loop (calibration)
     control_period_ms: float = 10.0  # NetPIS decisions (the paper: per packet)
@@ -109,6 +115,8 @@ class NetPisScenarioParams:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        if self.fg_rcvbuf_kb < 0:
+            raise ValueError("fg_rcvbuf_kb must be ≥ 0 (0 = the kernel's default)")
         if self.other_stations < 0 or self.pages <= 0:
             raise ValueError("other_stations must be ≥ 0 and pages > 0")
         NetPisParams(alpha=self.alpha, beta=self.beta, gamma=self.gamma)
@@ -183,6 +191,7 @@ class Controller:
             rcvbuf_bytes=rcv.rcvbuf_bytes,
             window_clamp_bytes=rcv.window_clamp,
             committed_bytes=rcv.committed_bytes,
+            own_rcvbuf_bytes=rcv.cfg.rcvbuf_bytes,
             foreground=foreground,
             foreground_exists=fg_exists,
             exempt=exempt,
@@ -269,7 +278,10 @@ class NetPisScenario:
                 state.readers.append(SocketReader(env, read_ns, lambda: browser.connections))
                 done = browser.done
             else:
-                video = _video(env, net, tcp, proc, params.service, params.video_s)
+                fg_tcp = tcp
+                if params.fg_rcvbuf_kb:
+                    fg_tcp = replace(tcp, rcvbuf_bytes=max(1, round(params.fg_rcvbuf_kb * 1024)))
+                video = _video(env, net, fg_tcp, proc, params.service, params.video_s)
                 state.video = video
                 http = video.http
                 state.readers.append(SocketReader(env, read_ns, lambda: http.connections))
@@ -373,6 +385,13 @@ def _collect(
                              if c.owner_pid == state.fg_pid)  # fmt: skip
     bg = state.bg
     metrics["bg_acks"] = bg.connection.receiver.acks_sent if bg else 0
+    for side, conns in (("fg", [c for c in controller.sockets() if c.owner_pid == state.fg_pid]),
+                        ("bg", [bg.connection] if bg else [])):  # fmt: skip
+        busy = sum(c.sender.busy_ns for c in conns)
+        limited = sum(c.sender.rwnd_limited_ns for c in conns)
+        # Share of the senders' busy time the receiver's window held them back (tcp_info's
+        # busy_time / rwnd_limited): receiver-side control can only act where this is > 0.
+        metrics[f"{side}_rwnd_limited_share"] = limited / busy if busy else nan
     metrics["decisions"] = controller.decisions
     metrics["airtime_busy_s"] = medium.busy_ns / 1e9
     metrics["wifi_collisions"] = medium.collisions

@@ -7,7 +7,8 @@ Retransmit (RFC 5827) for small windows as Linux has them, RTO per RFC 6298 with
 exponential backoff and go-back-N after a timeout (no SACK), restart after idle as
 Linux's ``tcp_cwnd_restart`` (RFC 5681 §4.1 with RFC 2861's decay: ssthresh kept, cwnd
 halved per idle RTO down to the initial window), a persist probe when the peer's window
-is closed.
+is closed; chrono stats as Linux's ``tcp_info`` has them (``busy_ns``, ``rwnd_limited_ns``:
+how long the receiver's window, not cwnd, held waiting data back).
 
 Receiver: in-order delivery with an out-of-order store, a receive buffer whose free
 space is the advertised window, delayed ACKs (every second full segment, or the ACK
@@ -44,6 +45,7 @@ TCP_TIMEOUT_INIT_NS = ms(1000)  # TCP_TIMEOUT_INIT (RFC 6298 §2.1)
 TCP_ATO_MIN_NS = ms(40)  # TCP_ATO_MIN: delayed-ACK timeout
 _INFINITE = 1 << 62
 NO_TIMESTAMP = -1
+_IDLE, _BUSY, _RWND_LIMITED = 0, 1, 2  # the sender's chrono states
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,12 @@ class TcpSender:
         self.lost_retransmits = 0
         self.timeouts = 0
         self.idle_restarts = 0
+        # Chrono stats (Linux tcp_chrono_*, tcp_info busy_time / rwnd_limited): how long
+        # the sender had data outstanding or waiting, and how much of that time the
+        # receiver's window, not cwnd, held it back.
+        self._chrono_state = _IDLE
+        self._chrono_since_ns = 0
+        self._chrono_ns = [0, 0, 0]
         self.series_t_ns: list[int] = []
         self.series_cwnd: list[int] = []
         self.series_srtt_ns: list[int] = []
@@ -255,8 +263,41 @@ class TcpSender:
     def unsent(self) -> int:
         return self.app_end - self.snd_nxt
 
+    @property
+    def busy_ns(self) -> int:
+        """Time with data in flight or waiting to be sent (rwnd-limited time included)."""
+        return self._chrono_total(_BUSY) + self._chrono_total(_RWND_LIMITED)
+
+    @property
+    def rwnd_limited_ns(self) -> int:
+        """Time the peer's advertised window, not cwnd, kept waiting data from being sent."""
+        return self._chrono_total(_RWND_LIMITED)
+
+    def _chrono_total(self, state: int) -> int:
+        total = self._chrono_ns[state]
+        if self._chrono_state == state:
+            total += self.env.now - self._chrono_since_ns
+        return total
+
+    def _chrono_update(self) -> None:
+        if self.snd_nxt < self.app_end:
+            length = min(self.mss, self.app_end - self.snd_nxt)
+            fits_rwnd = self.snd_nxt - self.snd_una + length <= self.rwnd
+            state = _BUSY if fits_rwnd or self.cwnd <= self.rwnd else _RWND_LIMITED
+        else:
+            state = _BUSY if self.snd_nxt > self.snd_una else _IDLE
+        if state != self._chrono_state:
+            now = self.env.now
+            self._chrono_ns[self._chrono_state] += now - self._chrono_since_ns
+            self._chrono_state = state
+            self._chrono_since_ns = now
+
     # -- sending ----------------------------------------------------------------------
     def _send_available(self) -> None:
+        self._send_now()
+        self._chrono_update()
+
+    def _send_now(self) -> None:
         now = self.env.now
         if (
             self.cfg.restart_after_idle
