@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import load_profile
 from mqoe.engine import seconds
-from mqoe.workloads.netpis import NetPisScenario, NetPisScenarioParams
+from mqoe.workloads.netpis import NetPisScenario, NetPisScenarioParams, bg_rate, recovery_s
 from mqoe.workloads.runner import run_scenario
 
 PROFILE = load_profile("nexus-5")
@@ -86,3 +88,22 @@ def test_tracer_persists_a_readable_trace_that_survives_a_crash(tmp_path: Path) 
     assert seconds(3) <= max(times) < seconds(3.5)  # the last dump before the crash (1 s)
     assert data["processes"]
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+def _series(rates_mbps: list[float]) -> pd.DataFrame:
+    """A timeseries table at 0.5 s steps whose background runs at the given rates."""
+    t = [0.5 * i for i in range(len(rates_mbps) + 1)]
+    got = [0.0]
+    for r in rates_mbps:
+        got.append(got[-1] + r * 1e6 / 8 * 0.5)
+    return pd.DataFrame({"t_s": t, "bg_bytes": got})
+
+
+def test_recovery_is_the_first_second_back_at_80_percent_of_the_baseline() -> None:
+    # 10 Mbit/s, throttled to 1 from 5 s, then 9 from 10 s: back within 1 s of 10 s.
+    series = _series([10.0] * 10 + [1.0] * 10 + [9.0] * 20)
+    baseline = bg_rate(series, 0.0, 5.0)
+    assert baseline == pytest.approx(10e6 / 8)
+    assert recovery_s(series, 10.0, baseline) == pytest.approx(1.0)  # 1 s smoothing window
+    assert math.isnan(recovery_s(series, 10.0, 2 * baseline))  # never back to 16 Mbit/s
+    assert math.isnan(recovery_s(series, float("nan"), baseline))  # the video never ended

@@ -24,6 +24,7 @@ Modes:
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -401,16 +402,39 @@ def _collect(
 
 def _recovery_s(series: pd.DataFrame, params: NetPisScenarioParams, fg_done_s: Any) -> float:
     """Seconds from the foreground's last download until the background's throughput is
-    back to 80% of what it had alone before the foreground started (nan if it never is)."""
+    back to 80% of what it had alone in the 5 s before the foreground started (nan if it
+    never is). The rate before the video is only a proxy for what the download would
+    have had without it: the reproduction measures against a run without the video."""
     if params.mode != "seq" or not isinstance(fg_done_s, float) or fg_done_s != fg_done_s:
         return float("nan")
     dt = params.sample_s
     rate = series["bg_bytes"].diff().fillna(0.0) / dt
-    smooth = rate.rolling(max(1, round(1.0 / dt)), min_periods=1).mean()
     before = (series["t_s"] > params.fg_start_s - 5) & (series["t_s"] <= params.fg_start_s)
     alone = float(rate[before].mean()) if before.any() else float("nan")
-    after = series["t_s"] >= fg_done_s
-    for t, r in zip(series["t_s"][after], smooth[after], strict=True):
-        if r >= 0.8 * alone:
-            return max(0.0, float(t) - fg_done_s)
+    return recovery_s(series, fg_done_s, alone)
+
+
+def bg_rate(series: pd.DataFrame, start_s: float, end_s: float = math.inf) -> float:
+    """The background download's mean rate (bytes/s) over ``(start_s, end_s]`` of a
+    ``timeseries`` table (nan if the window holds fewer than two samples)."""
+    window = series[(series["t_s"] >= start_s) & (series["t_s"] <= end_s)]
+    if len(window) < 2:
+        return float("nan")
+    span = float(window["t_s"].iloc[-1] - window["t_s"].iloc[0])
+    return float(window["bg_bytes"].iloc[-1] - window["bg_bytes"].iloc[0]) / span
+
+
+def recovery_s(series: pd.DataFrame, fg_done_s: float, baseline_bytes_per_s: float) -> float:
+    """Seconds from ``fg_done_s`` until the background's rate, averaged over 1 s, first
+    reaches 80% of ``baseline_bytes_per_s`` (nan if it never does within the series)."""
+    if fg_done_s != fg_done_s or not baseline_bytes_per_s > 0:
+        return float("nan")
+    t = series["t_s"]
+    dt = float(t.iloc[1] - t.iloc[0]) if len(t) > 1 else 1.0
+    rate = series["bg_bytes"].diff().fillna(0.0) / dt
+    smooth = rate.rolling(max(1, round(1.0 / dt)), min_periods=1).mean()
+    after = t >= fg_done_s
+    for when, r in zip(t[after], smooth[after], strict=True):
+        if r >= 0.8 * baseline_bytes_per_s:
+            return max(0.0, float(when) - fg_done_s)
     return float("nan")
