@@ -247,3 +247,23 @@ def test_old_linux_grows_the_window_by_one_segment_per_ack_however_much_it_acks(
 def test_ack_counting_is_checked() -> None:
     with pytest.raises(ValueError, match="ack_counting"):
         TcpConfig(ack_counting="segments")  # type: ignore[arg-type]
+
+
+def _clamped_cwnd(validation: bool) -> tuple[float, int]:
+    """cwnd and window after 8 s of a bulk download whose receiver clamps its window."""
+    env = Environment()
+    net = dumbbell(env, queue_bytes=1 << 22, rate_bps=100e6, rtt_ms=20)
+    flow = BulkFlow(net, "b", "client", TcpConfig(cwnd_validation=validation))
+    flow.connection.receiver.set_window_clamp(20 * MSS)
+    flow.start()
+    env.run(seconds(8))
+    return flow.connection.sender.cwnd, flow.connection.sender.rwnd
+
+
+def test_a_window_limited_sender_does_not_grow_a_cwnd_it_cannot_use() -> None:
+    # Linux tcp_is_cwnd_limited: an ACK grows cwnd only if the window was full in the
+    # round, or in slow start up to twice the most in flight (20 segments here).
+    cwnd, rwnd = _clamped_cwnd(validation=True)
+    assert rwnd == 20 * MSS and cwnd <= 2 * rwnd + 2 * MSS  # + one delayed ACK's growth
+    unvalidated, _ = _clamped_cwnd(validation=False)
+    assert unvalidated > 100 * MSS  # every ACK grew it, though never more than 20 were out

@@ -87,6 +87,9 @@ class NetPisScenarioParams:
     # before 3.14/4.0, the servers of spec 05's era), under which delayed ACKs slow a
     # sender down.
     ack_counting: str = "bytes"
+    # Servers grow cwnd only while they use it (Linux's tcp_is_cwnd_limited; TcpConfig):
+    # a background sender held back by NetPIS's window keeps a small cwnd.
+    cwnd_validation: bool = False
     # The video app's own SO_RCVBUF in KB (0 = none: the kernel's default buffer). An app
     # that sets it locks the buffer; its window can then hold the flow back.
     fg_rcvbuf_kb: float = 0.0
@@ -248,7 +251,8 @@ class NetPisScenario:
         env = phone.env
         net, medium = _network(env, params)
         # Linux defaults; rcvbuf 1 MB = Android 4.x wifi tcp_rmem default.
-        tcp = TcpConfig(ack_counting=params.ack_counting)  # type: ignore[arg-type]
+        tcp = TcpConfig(ack_counting=params.ack_counting,  # type: ignore[arg-type]
+                        cwnd_validation=params.cwnd_validation)  # fmt: skip
         tracer = NeedTracer(Path(params.trace_path) if params.trace_path else None)
         controller = Controller(env, phone, net, params, tracer)
         procs = phone.processes

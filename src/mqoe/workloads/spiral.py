@@ -46,6 +46,7 @@ class SpiralParams:
     iw_segments: int = 0  # initial window; 0 = 10 when persistent, 4 per request (spec 03)
     cc: str = "cubic"  # congestion control of both servers: cubic | newreno
     restart_after_idle: bool = True  # tcp_slow_start_after_idle
+    cwnd_validation: bool = False  # the model's servers (TcpConfig); Linux always validates
     delayed_ack: bool = True
     ladder_kbps: str = "235,375,560,750,1050,1400,1750"  # spec 03's ladder
     max_rate_kbps: float = -1.0  # continuous-mode ceiling; −1 = the top of the ladder
@@ -127,6 +128,7 @@ class Spiral:
             initial_window_segments=iw,
             congestion_control="cubic" if params.cc == "cubic" else "newreno",
             restart_after_idle=params.restart_after_idle,
+            cwnd_validation=params.cwnd_validation,
             delayed_ack=params.delayed_ack,
         )
         http = HttpClient(net, "video-server", "client", tcp, persistent=persistent)

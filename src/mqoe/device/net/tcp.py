@@ -63,6 +63,15 @@ class TcpConfig:
     # Linux before 3.14 (slow start) and 4.0 (congestion avoidance) did — stretch ACKs,
     # e.g. from a receiver that delays its ACKs longer, slow such a sender down.
     ack_counting: Literal["bytes", "per-ack"] = "bytes"
+    # Grow cwnd only while the sender uses it (Linux ≥ 4.x tcp_is_cwnd_limited /
+    # tcp_cwnd_validate; RFC 7661 likewise): an ACK grows it if the window was full at
+    # some point in the current round, or, in slow start, while cwnd is below twice the
+    # most the round had in flight. A sender held back by the receiver's window or by the
+    # application keeps its cwnd instead of inflating it. Linux always does this; it is
+    # off by default here because turning it on moves the spiral's cross-check against
+    # real Linux further apart (README, "Real TCP"): some other Linux mechanism the model
+    # lacks evidently compensates, and until that is found the validated default stays.
+    cwnd_validation: bool = False
     delayed_ack: bool = True
     ato_ns: int = TCP_ATO_MIN_NS
     rcvbuf_bytes: int = 1 << 20  # receive buffer; its free space is the advertised window
@@ -212,6 +221,10 @@ class TcpSender:
         self._last_send_ns = -_INFINITE
         self._cubic = _Cubic() if cfg.congestion_control == "cubic" else None
         self._per_ack = cfg.ack_counting == "per-ack"
+        self._validate = cfg.cwnd_validation
+        self._is_cwnd_limited = False  # tcp_cwnd_validate state for the current round
+        self._max_flight = 0
+        self._cwnd_usage_seq = 0
         self._board = _Scoreboard()
         self._retx_next = 0  # SACK recovery: holes below this were retransmitted (HighRxt)
         self._retx_marks: dict[int, int] = {}  # retransmitted seq → snd_nxt when resent
@@ -296,6 +309,31 @@ class TcpSender:
     def _send_available(self) -> None:
         self._send_now()
         self._chrono_update()
+        if self._validate:
+            self._cwnd_validate()
+
+    def _cwnd_validate(self) -> None:
+        """tcp_cwnd_validate: remember per round whether cwnd was ever full, else the
+        most that was in flight."""
+        flight = self.snd_nxt - self.snd_una
+        if self.snd_nxt < self.app_end:
+            limited = flight + min(self.mss, self.app_end - self.snd_nxt) > self.cwnd
+        else:
+            limited = flight >= self.cwnd
+        if (
+            self.snd_una >= self._cwnd_usage_seq
+            or limited
+            or (not self._is_cwnd_limited and flight > self._max_flight)
+        ):
+            self._is_cwnd_limited = limited
+            self._max_flight = flight
+            self._cwnd_usage_seq = self.snd_nxt
+
+    def _cwnd_in_use(self) -> bool:
+        """tcp_is_cwnd_limited: may this ACK grow cwnd?"""
+        if not self._validate or self._is_cwnd_limited:
+            return True
+        return self.cwnd < self.ssthresh and self.cwnd < 2 * self._max_flight
 
     def _send_now(self) -> None:
         now = self.env.now
@@ -423,7 +461,8 @@ class TcpSender:
                 self.cwnd = max(self.cwnd - acked + self.mss, float(self.mss))
         else:
             self.dupacks = 0
-            self._grow(acked, now)
+            if self._cwnd_in_use():
+                self._grow(acked, now)
         if self.snd_una == self.snd_max:
             if self._rto_timer is not None:
                 self._rto_timer.cancel()
