@@ -419,7 +419,7 @@ def _recovery_s(series: pd.DataFrame, params: NetPisScenarioParams, fg_done_s: A
 
 
 def bg_rate(series: pd.DataFrame, start_s: float, end_s: float = math.inf) -> float:
-    """The background download's mean rate (bytes/s) over ``(start_s, end_s]`` of a
+    """The background download's mean rate (bytes/s) over ``[start_s, end_s]`` of a
     ``timeseries`` table (nan if the window holds fewer than two samples)."""
     window = series[(series["t_s"] >= start_s) & (series["t_s"] <= end_s)]
     if len(window) < 2:
