@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 
 from mqoe.experiments import EXPERIMENTS
-from mqoe.experiments.netpis import SEQ_REGIMES, SEQ_VARIANTS, NetPis, run_jobs, shape_checks
+from mqoe.experiments.netpis import (
+    OTHER_PHONES,
+    SEQ_REGIMES,
+    SEQ_VARIANTS,
+    NetPis,
+    run_jobs,
+    shape_checks,
+)
 from mqoe.results.comparison import read_comparison_csv
 
 
@@ -57,19 +64,20 @@ def test_metrics_have_the_issue_names_and_shape(quick_out: Path) -> None:
         if r["figure"] == "netpis-seq"
     }
     conditions = {c for c, _ in seq}
-    assert conditions == {f"fg_rcvbuf={r};variant={v}" for r, _ in SEQ_REGIMES
-                          for v in SEQ_VARIANTS}  # fmt: skip
+    assert conditions == {f"fg_rcvbuf={r};other_phones={o};variant={v}" for o in OTHER_PHONES
+                          for r, _ in SEQ_REGIMES for v in SEQ_VARIANTS}  # fmt: skip
     for c in conditions:  # bytes by 60 s can never exceed the total
         assert seq[(c, "fg_bytes_at_60s")] <= seq[(c, "fg_bytes_total")]
-    for regime, _ in SEQ_REGIMES:
-        # A mechanism-level shape: throttling the background gives the foreground more.
-        netpis, original = (f"fg_rcvbuf={regime};variant={v}" for v in ("netpis", "original"))
-        assert seq[(netpis, "fg_bytes_at_60s")] > seq[(original, "fg_bytes_at_60s")]
-    # The app's own 64 KB buffer holds the video back; NetPIS's fg control lifts it.
-    assert (
-        seq[("fg_rcvbuf=64k;variant=fg-only", "fg_bytes_at_60s")]
-        > seq[("fg_rcvbuf=64k;variant=original", "fg_bytes_at_60s")]
-    )
+    for o in OTHER_PHONES:
+        for regime, _ in SEQ_REGIMES:
+            # A mechanism-level shape: throttling the background gives the video more.
+            netpis, original = (f"fg_rcvbuf={regime};other_phones={o};variant={v}"
+                                for v in ("netpis", "original"))  # fmt: skip
+            assert seq[(netpis, "fg_bytes_at_60s")] > seq[(original, "fg_bytes_at_60s")]
+        # The app's own 64 KB buffer holds the video back; NetPIS's fg control lifts it.
+        lifted, locked = (f"fg_rcvbuf=64k;other_phones={o};variant={v}"
+                          for v in ("fg-only", "original"))  # fmt: skip
+        assert seq[(lifted, "fg_bytes_at_60s")] > seq[(locked, "fg_bytes_at_60s")]
     service = [float(r["value"]) for r in rows if r["metric"] == "service_s_netpis"]
     alone = [float(r["value"]) for r in rows if r["metric"] == "service_s_alone"]
     assert all(s >= a - 1.0 for s, a in zip(service, alone, strict=True))  # no faster with load
@@ -79,6 +87,7 @@ def _synthetic(fg_mb: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
     runs = pd.DataFrame(
         [
             {
+                "other_phones": 2,
                 "fg_rcvbuf": "kernel",
                 "variant": v,
                 "seed": seed,
@@ -89,7 +98,7 @@ def _synthetic(fg_mb: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
             for seed, mb in enumerate(values, start=1)
         ]
     )
-    grouped = runs.groupby(["fg_rcvbuf", "variant"], sort=False)
+    grouped = runs.groupby(["other_phones", "fg_rcvbuf", "variant"], sort=False)
     seq = grouped[["fg_bytes_at_60s", "bg_recovery_s"]].mean()
     seq["recovered"] = grouped["bg_recovery_s"].count()
     seq["seeds"] = grouped.size()

@@ -3,10 +3,11 @@
 Three parts, each from runs of the ``netpis`` scenario:
 
 * ``netpis-seq`` — a 2-minute video (foreground) against a 1.1 GB app-store download
-  (background) on a Wi-Fi AP shared with two other phones, for each variant
-  (original, fg-only, bg-only, both, netpis) and two foreground regimes (the video
-  app's sockets at the kernel's default buffer, or locked by the app at 64 KB; condition
-  key ``fg_rcvbuf``): bytes received over time;
+  (background) on one Wi-Fi AP, for each variant (original, fg-only, bg-only, both,
+  netpis), two AP configurations (two other phones downloading through it, or the phone
+  alone; condition key ``other_phones``) and two foreground regimes (the video app's
+  sockets at the kernel's default buffer, or locked by the app at 64 KB; condition key
+  ``fg_rcvbuf``): bytes received over time;
 * ``netpis-service`` — ten videos (two services, 1–7 min) with the background download
   under NetPIS versus alone on an original phone (one phone on the AP): the difference
   of service times is NetPIS's isolation error;
@@ -69,6 +70,10 @@ SEQ_REGIMES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("kernel", ()),
     ("64k", (("fg_rcvbuf_kb", "64"),)),
 )
+# Who else uses the AP ("all phones on one Wi-Fi AP", spec 05, says no more): two other
+# phones each running a download, or the phone alone. NetPIS's delayed-ACK rule frees
+# airtime; with other phones downloading, the AP shares what it frees among all of them.
+OTHER_PHONES = (2, 0)
 
 
 @dataclass(frozen=True)
@@ -78,24 +83,25 @@ class Job:
     overrides: tuple[tuple[str, str], ...]
     seed: int = SEED
     regime: str = ""  # seq: the foreground's buffer (SEQ_REGIMES)
+    others: int = 0  # seq / reference: other phones downloading through the AP
 
 
 def jobs(quick: bool) -> list[Job]:
     out = []
     seq_quick = (("duration_s", "70"), ("fg_start_s", "15"), ("video_s", "40"))
     seeds = QUICK_SEQ_SEEDS if quick else SEQ_SEEDS
-    for regime, settings in SEQ_REGIMES:
-        for variant in SEQ_VARIANTS:
-            extra = (*settings, *(seq_quick if quick else ()))
-            for seed in seeds:
-                overrides = (("mode", "seq"), ("variant", variant), *extra)
-                out.append(Job("seq", variant, overrides, seed, regime))
-    # The counterfactual for "the background recovers": the same seed without the video
-    # (it never starts), so the download meets the same other phones at the same time.
-    never = (("fg_start_s", "1e6"),)
-    for seed in seeds:
-        overrides = (("mode", "seq"), ("variant", "original"), *(seq_quick if quick else ()))
-        out.append(Job("reference", "no-video", (*overrides, *never), seed))
+    for others in OTHER_PHONES:
+        ap = (("other_stations", str(others)), *(seq_quick if quick else ()))
+        for regime, settings in SEQ_REGIMES:
+            for variant in SEQ_VARIANTS:
+                for seed in seeds:
+                    overrides = (("mode", "seq"), ("variant", variant), *ap, *settings)
+                    out.append(Job("seq", variant, overrides, seed, regime, others))
+        # The counterfactual for "the background recovers": the same seed without the
+        # video (it never starts), so the download meets the same other phones then.
+        never = (("mode", "seq"), ("variant", "original"), *ap, ("fg_start_s", "1e6"))
+        for seed in seeds:
+            out.append(Job("reference", "no-video", never, seed, "", others))
     for service, length in QUICK_VIDEOS if quick else VIDEOS:
         base = (("mode", "service"), ("service", service), ("video_s", str(length)),
                 ("other_stations", "0"))  # fmt: skip
@@ -149,16 +155,17 @@ def tables(results: list[tuple[Job, RunRecord]]) -> dict[str, pd.DataFrame]:
     """The tables: seq (per foreground regime and variant: mean over seeds, with the
     seeds' standard deviation and how many runs saw the background recover), seq_runs
     (per regime, variant and seed), service (per video), memory (app × variant)."""
-    reference = {job.seed: r.tables["timeseries"] for job, r in results
+    reference = {(job.others, job.seed): r.tables["timeseries"] for job, r in results
                  if job.part == "reference"}  # fmt: skip
     runs = pd.DataFrame(
         [
             {
+                "other_phones": job.others,
                 "fg_rcvbuf": job.regime,
                 "variant": job.label,
                 "seed": job.seed,
                 **{m: _metric(r, m) for m in SEQ_METRICS},
-                "bg_recovery_s": _recovery(r, reference.get(job.seed)),
+                "bg_recovery_s": _recovery(r, reference.get((job.others, job.seed))),
                 # the scenario's own estimate, against the rate before the video started
                 "bg_recovery_pre_s": _metric(r, "bg_recovery_s"),
             }
@@ -166,7 +173,7 @@ def tables(results: list[tuple[Job, RunRecord]]) -> dict[str, pd.DataFrame]:
             if job.part == "seq"
         ]
     )
-    grouped = runs.groupby(["fg_rcvbuf", "variant"], sort=False)
+    grouped = runs.groupby(["other_phones", "fg_rcvbuf", "variant"], sort=False)
     seq = grouped[list(SEQ_METRICS)].mean()  # bg_recovery_s: over the runs that recovered
     seq["fg_bytes_at_60s_sd"] = grouped["fg_bytes_at_60s"].std(ddof=1).fillna(0.0)
     seq["recovered"] = grouped["bg_recovery_s"].count()
@@ -215,7 +222,11 @@ def metric_rows(t: dict[str, pd.DataFrame]) -> list[MetricRow]:
     for row in _records(t["seq"]):
         for m in ("fg_bytes_at_60s", "fg_bytes_at_60s_sd", "fg_bytes_total", "bg_bytes_total",
                   "bg_recovery_s"):  # fmt: skip
-            condition = {"fg_rcvbuf": str(row["fg_rcvbuf"]), "variant": str(row["variant"])}
+            condition = {
+                "other_phones": str(row["other_phones"]),
+                "fg_rcvbuf": str(row["fg_rcvbuf"]),
+                "variant": str(row["variant"]),
+            }
             rows.append(MetricRow("netpis-seq", PROFILE, condition, m, float(row[m]), UNITS[m]))
     for row in _records(t["service"]):
         for m in ("service_s_alone", "service_s_netpis", "delay_s"):
@@ -234,12 +245,17 @@ def metric_rows(t: dict[str, pd.DataFrame]) -> list[MetricRow]:
 REGIME_NAMES = {"kernel": "fg buffer: kernel default", "64k": "fg buffer: the app's 64 KB"}
 
 
+def _phones(others: int) -> str:
+    return f"{others} other phones downloading" if others else "the phone alone on the AP"
+
+
 def shape_checks(t: dict[str, pd.DataFrame]) -> list[ComparisonRow]:
     """Spec 05's shape claims on the simulated numbers (met or not, never forced); the
     seq claims once per foreground regime."""
     rows = []
-    for regime in dict.fromkeys(t["seq"]["fg_rcvbuf"]):
-        rows += _seq_checks(t, str(regime))
+    for others, regime in dict.fromkeys(zip(t["seq"]["other_phones"], t["seq"]["fg_rcvbuf"],
+                                            strict=True)):  # fmt: skip
+        rows += _seq_checks(t, int(others), str(regime))
     mb = {(str(r["app"]), str(r["variant"])): float(r["rcvbuf_mb"]) for r in _records(t["memory"])}
     service = t["service"]
     for app in ("video", "browsing"):
@@ -258,14 +274,17 @@ def shape_checks(t: dict[str, pd.DataFrame]) -> list[ComparisonRow]:
     return rows
 
 
-def _seq_checks(t: dict[str, pd.DataFrame], regime: str) -> list[ComparisonRow]:
-    seq = t["seq"][t["seq"]["fg_rcvbuf"] == regime]
+def _seq_checks(t: dict[str, pd.DataFrame], others: int, regime: str) -> list[ComparisonRow]:
+    def part(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[(frame["other_phones"] == others) & (frame["fg_rcvbuf"] == regime)]
+
+    seq = part(t["seq"])
     fg = dict(zip(seq["variant"], seq["fg_bytes_at_60s"], strict=True))
     rec = dict(zip(seq["variant"], seq["bg_recovery_s"], strict=True))
     recovered = dict(zip(seq["variant"], seq["recovered"], strict=True))
     seeds = dict(zip(seq["variant"], seq["seeds"], strict=True))
-    runs = t["seq_runs"][t["seq_runs"]["fg_rcvbuf"] == regime]
-    where = f" ({REGIME_NAMES.get(regime, regime)})"
+    runs = part(t["seq_runs"])
+    where = f" ({REGIME_NAMES.get(regime, regime)}; {_phones(others)})"
 
     def beats(a: str, b: str) -> bool:
         """a's mean exceeds b's by more than twice the standard error of the paired
@@ -339,21 +358,22 @@ def plot(results: list[tuple[Job, RunRecord]], t: dict[str, pd.DataFrame], out: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    regimes = list(dict.fromkeys(job.regime for job, _ in results if job.part == "seq"))
-    fig, grid = plt.subplots(len(regimes), 2, figsize=(12, 3.6 * len(regimes)), sharex=True,
+    regimes = list(dict.fromkeys((job.others, job.regime) for job, _ in results
+                                 if job.part == "seq"))  # fmt: skip
+    fig, grid = plt.subplots(len(regimes), 2, figsize=(12, 3.2 * len(regimes)), sharex=True,
                              squeeze=False)  # fmt: skip
     for job, record in results:
         if job.part != "seq" or job.seed != SEED:  # one seed's curves (tables: all seeds)
             continue
         series = record.tables["timeseries"]
         style = "--" if job.label in ("fg-only", "both") else "-"  # they may overlap twins
-        for ax, column in zip(grid[regimes.index(job.regime)], ("fg_bytes", "bg_bytes"),
-                              strict=True):  # fmt: skip
+        row = grid[regimes.index((job.others, job.regime))]
+        for ax, column in zip(row, ("fg_bytes", "bg_bytes"), strict=True):
             ax.plot(series["t_s"], series[column] / 1e6, style, label=job.label)
-    for row, regime in zip(grid, regimes, strict=True):
-        name = REGIME_NAMES.get(regime, regime)
-        row[0].set_title(f"foreground video: bytes received ({name})")
-        row[1].set_title(f"background download: bytes received ({name})")
+    for row, (others, regime) in zip(grid, regimes, strict=True):
+        name = f"{REGIME_NAMES.get(regime, regime)}; {_phones(others)}"
+        row[0].set_title(f"video, bytes received\n({name})", fontsize=9)
+        row[1].set_title(f"background download, bytes received\n({name})", fontsize=9)
         for ax in row:
             ax.set_xlabel("time (s)")
             ax.set_ylabel("MB")
@@ -408,6 +428,8 @@ def summary_markdown(t: dict[str, pd.DataFrame], checks: list[ComparisonRow], qu
         "saw the background back to 80% of what the same seed's run without the video "
         "gives it over the same stretch, whose mean `bg_recovery_s` "
         f"is); the figure shows seed {SEED}; service and memory runs use seed {SEED}.\n\n"
+        "Two AP configurations (`other_phones`): two other phones each running a download "
+        "through the same AP, or the phone alone. "
         "Two foreground regimes (`fg_rcvbuf`): `kernel` — the video app leaves its socket "
         "buffers at the kernel's 1 MB default; `64k` — the app sets SO_RCVBUF = 64 KB. "
         "`fg_rwnd_limited_share` is the share of the video server's busy time its "
