@@ -55,7 +55,7 @@ VIDEOS = (
     *(("b", s) for s in (90, 150, 240, 360, 420)),
 )
 QUICK_VIDEOS = (("a", 40), ("b", 60))
-PROMPT_RECOVERY_S = 5.0  # "recovers promptly": back to 80% of its alone rate within this
+PROMPT_RECOVERY_S = 5.0  # "recovers promptly": back to 80% of its no-video rate within this
 MEMORY_SAVING = 0.05  # "less memory" means at least 5% less, not a rounding difference
 SOURCE = "spec 05 (NetPIS, 2015)"
 
@@ -152,9 +152,10 @@ SEQ_METRICS = ("fg_bytes_at_60s", "fg_bytes_total", "bg_bytes_total", "bg_recove
 
 
 def tables(results: list[tuple[Job, RunRecord]]) -> dict[str, pd.DataFrame]:
-    """The tables: seq (per foreground regime and variant: mean over seeds, with the
-    seeds' standard deviation and how many runs saw the background recover), seq_runs
-    (per regime, variant and seed), service (per video), memory (app × variant)."""
+    """The tables: seq (per AP configuration, foreground regime and variant: mean over
+    seeds, with the seeds' standard deviation and how many runs saw the background
+    recover), seq_runs (per configuration, regime, variant and seed), service (per
+    video), memory (app × variant)."""
     reference = {(job.others, job.seed): r.tables["timeseries"] for job, r in results
                  if job.part == "reference"}  # fmt: skip
     runs = pd.DataFrame(
