@@ -252,7 +252,7 @@ def _phones(others: int) -> str:
 
 def shape_checks(t: dict[str, pd.DataFrame]) -> list[ComparisonRow]:
     """Spec 05's shape claims on the simulated numbers (met or not, never forced); the
-    seq claims once per foreground regime."""
+    seq claims once per AP configuration and foreground regime."""
     rows = []
     for others, regime in dict.fromkeys(zip(t["seq"]["other_phones"], t["seq"]["fg_rcvbuf"],
                                             strict=True)):  # fmt: skip

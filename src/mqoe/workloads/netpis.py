@@ -386,12 +386,11 @@ def _collect(
         float(session["fg_rcvbuf_bytes"].mean()) / 2**20 if len(session) else nan
     )
     metrics["overruns"] = sum(c.receiver.overruns for c in net.connections)
-    metrics["fg_acks"] = sum(c.receiver.acks_sent for c in controller.sockets()
-                             if c.owner_pid == state.fg_pid)  # fmt: skip
+    fg_conns = [c for c in controller.sockets() if c.owner_pid == state.fg_pid]
+    metrics["fg_acks"] = sum(c.receiver.acks_sent for c in fg_conns)
     bg = state.bg
     metrics["bg_acks"] = bg.connection.receiver.acks_sent if bg else 0
-    for side, conns in (("fg", [c for c in controller.sockets() if c.owner_pid == state.fg_pid]),
-                        ("bg", [bg.connection] if bg else [])):  # fmt: skip
+    for side, conns in (("fg", fg_conns), ("bg", [bg.connection] if bg else [])):
         busy = sum(c.sender.busy_ns for c in conns)
         limited = sum(c.sender.rwnd_limited_ns for c in conns)
         # Share of the senders' busy time the receiver's window held them back (tcp_info's
@@ -411,11 +410,7 @@ def _recovery_s(series: pd.DataFrame, params: NetPisScenarioParams, fg_done_s: A
     have had without it: the reproduction measures against a run without the video."""
     if params.mode != "seq" or not isinstance(fg_done_s, float) or fg_done_s != fg_done_s:
         return float("nan")
-    dt = params.sample_s
-    rate = series["bg_bytes"].diff().fillna(0.0) / dt
-    before = (series["t_s"] > params.fg_start_s - 5) & (series["t_s"] <= params.fg_start_s)
-    alone = float(rate[before].mean()) if before.any() else float("nan")
-    return recovery_s(series, fg_done_s, alone)
+    return recovery_s(series, fg_done_s, bg_rate(series, params.fg_start_s - 5, params.fg_start_s))
 
 
 def bg_rate(series: pd.DataFrame, start_s: float, end_s: float = math.inf) -> float:
