@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+
 import pytest
 
 from mqoe.apps.video import APP, VideoPlayer
+from mqoe.device.cpu import ThreadState
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import load_profile
 from mqoe.engine import seconds
@@ -110,3 +114,49 @@ def test_bad_generator_parameters_are_user_errors_naming_them(
 ) -> None:
     with pytest.raises(UserError, match=message):
         parse_params(VideoParams, {key: value}, "video")
+
+
+def _decoder_bound(skip_behind_s: float | None) -> tuple[VideoPlayer, Phone]:
+    """One 1 GHz core where decoding a 480p frame takes 50 ms (30 fps leaves 33 ms):
+    decoding falls further behind the clock with every frame."""
+    pixels = 854 * 480
+    profile = make_profile([(1, 1000.0, 1.0)], memory={"ram_mb": 2048})
+    video = {"decode_cycles_per_mpixel": 50e6 / (pixels / 1e6), "compose_cycles_per_mpixel": 0.0,
+             "main_cycles_per_frame": 0.0, "surfaceflinger_cycles_per_frame": 0.0,
+             "frame_cost_sigma": 0.0}  # fmt: skip
+    phone = Phone(profile.model_copy(update={"video": profile.video.model_copy(update=video)}), 1)
+    host = dataclasses.replace(APP, skip_behind_s=skip_behind_s)
+    player = VideoPlayer(phone, [Representation(2500.0, 480, 30.0)], Fixed(representation=0),
+                         host=host, duration_s=12.0)  # fmt: skip
+    phone.run(seconds(20))
+    return player, phone
+
+
+def test_a_decoder_that_falls_behind_skips_to_the_next_keyframe() -> None:
+    lagging, _ = _decoder_bound(None)
+    skipping, phone = _decoder_bound(0.06)
+    assert lagging.keyframe_skips == lagging.skipped_frames == 0
+    assert skipping.keyframe_skips > 0 and skipping.skipped_frames > 0
+    # Every run of skipped frames ends at a keyframe (2 s GOP): the next frame is one.
+    frames = skipping.frames
+    start = frames[0].due_ns
+    period = seconds(1 / 30)
+    resumed = [b for a, b in itertools.pairwise(frames) if not a.shown and b.shown]
+    assert resumed
+    gop = seconds(2.0)
+    for frame in resumed:
+        into_gop = (frame.due_ns - start) % gop
+        assert min(into_gop, gop - into_gop) < period // 2  # the first frame of a GOP
+
+    # Skipped frames are never decoded: less decoder work, and more frames make it.
+    def decoder_ns(player: VideoPlayer) -> int:
+        return player.decoder.state_ns[ThreadState.RUNNING]
+
+    assert decoder_ns(skipping) < decoder_ns(lagging)
+    assert sum(f.shown for f in skipping.frames) > sum(f.shown for f in lagging.frames)
+    assert len(frames) == skipping.frames_due(phone.env.now)  # every due frame is recorded
+
+
+def test_a_player_keeping_up_never_skips() -> None:
+    player = _play(_phone(5.0), seconds_=8.0)
+    assert player.keyframe_skips == 0

@@ -38,6 +38,7 @@ from mqoe.engine import Event, seconds
 from mqoe.policies.abr.base import AbrRule, AbrState, Download, Representation, checked
 
 MB_PAGES = 256
+SKIPPED = -1.0  # the cost weight of a frame skipped to the next keyframe (not decoded)
 RESOLUTIONS = {240: (426, 240), 360: (640, 360), 480: (854, 480), 720: (1280, 720),
                1080: (1920, 1080), 1440: (2560, 1440)}  # fmt: skip
 
@@ -60,15 +61,23 @@ class PlayerHost:
     # comes from.
     helpers: tuple[str, ...] = ()
     helper_cycles_per_frame: float = 0.0
+    # Skip to the next keyframe when decoding falls this far behind the playback clock
+    # (None: never): the frames up to that keyframe are dropped without being decoded.
+    skip_behind_s: float | None = None
 
 
-# Firefox + dash.js-like: Gecko's per-frame threads besides the compositor.
+# Firefox + dash.js-like: Gecko's per-frame threads besides the compositor. Gecko's
+# MediaDecoderStateMachine skips the video to the next keyframe once the decoded video
+# ends more than LOW_VIDEO_THRESHOLD (60 ms) behind the clock
+# (DecodingState::NeedToSkipToNextKeyframe, dom/media/MediaDecoderStateMachine.cpp).
 BROWSER = PlayerHost(
     "browser", 160.0, 90.0, 1.0, 4, 48, 30.0,
     helpers=("Renderer", "ImageBridgeChld", "MediaDecoderStateMachine", "DOM Worker"),
-    helper_cycles_per_frame=1.0e6,
+    helper_cycles_per_frame=1.0e6, skip_behind_s=0.060,
 )  # fmt: skip
-APP = PlayerHost("app", 60.0, 40.0, 0.3, 6, 24, 0.0)  # ExoPlayer-like
+# ExoPlayer drops to the next keyframe when a frame is over 500 ms late
+# (MediaCodecVideoRenderer.shouldDropBuffersToKeyframe).
+APP = PlayerHost("app", 60.0, 40.0, 0.3, 6, 24, 0.0, skip_behind_s=0.5)  # ExoPlayer-like
 HOSTS = {"browser": BROWSER, "app": APP}
 
 # Decode complexity relative to a travel vlog (genres differ only through it, spec 01).
@@ -95,11 +104,14 @@ class VideoPlayer:
         duration_s: float = 120.0,
         segment_s: float = 4.0,
         buffer_max_s: float = 60.0,
+        gop_s: float = 2.0,
         lan_mbps: float = 100.0,
         autoplay: bool = True,
     ) -> None:
         if genre not in GENRES:
             raise ValueError(f"genre must be one of {', '.join(GENRES)}")
+        if not gop_s > 0:
+            raise ValueError(f"gop_s must be positive, got {gop_s}")
         self.phone = phone
         self.ladder = tuple(ladder)
         self.rule = rule
@@ -108,6 +120,7 @@ class VideoPlayer:
         self.duration_s = duration_s
         self.segment_s = segment_s
         self.buffer_max_s = buffer_max_s
+        self.gop_ns = seconds(gop_s)  # keyframe spacing (spec 01: 2 s GOP)
         self.lan_mbps = lan_mbps
         env, cpu = phone.env, phone.cpu
         self.process: Process = phone.processes.spawn(host.name, FOREGROUND_APP_ADJ, env.now)
@@ -126,12 +139,17 @@ class VideoPlayer:
         self.trim_level = 0
         self.last_trim_s: float | None = None
         self._chunks: list[int] = []  # representation of each downloaded chunk
-        # Decoded frames: (due offset ns, period ns, representation, cost weight).
+        # Decoded frames: (due offset ns, period ns, representation, cost weight); a
+        # frame skipped to the next keyframe is queued with weight SKIPPED, in order.
         self._decoded: deque[tuple[int, int, int, float]] = deque()
+        self._decoded_frames = 0  # …of which really decoded (the decoder's look-ahead)
+        self.keyframe_skips = 0
+        self.skipped_frames = 0
         sigma = phone.profile.video.frame_cost_sigma
         self._frame_rng = phone.env.rng("video-frames")
         self._sigma = sigma
         self._released_chunks = 0
+        self._skip_until_ns = 0  # stream time of the keyframe a skip is heading for
         self._wake_decoder: Event | None = None
         self._wake_renderer: Event | None = None
         self._wake_network: Event | None = None
@@ -276,15 +294,41 @@ class VideoPlayer:
             yield from self._ensure_frame_buffers(rep)
             cycles = spec.decode_cycles_per_mpixel * self._pixels(rep) / 1e6 * self.complexity
             for j in range(round(fps * self.segment_s)):
-                while len(self._decoded) >= self.host.queue_frames:
+                while self._decoded_frames >= self.host.queue_frames:
                     self._wake_decoder = Event(env)
                     yield self._wake_decoder
+                at = offset + j * period
+                if self._skips_to_keyframe(at, period):
+                    self._decoded.append((at, period, rep, SKIPPED))
+                    self.skipped_frames += 1
+                    self._nudge("_wake_renderer")
+                    continue
                 yield from memory.touch(self.process, self.decoder, touch, touch // 2)
                 weight = self._frame_weight()  # this frame's complexity, for both stages
                 yield self.phone.cpu.run(self.decoder, cycles * weight)
-                self._decoded.append((offset + j * period, period, rep, weight))
+                self._decoded.append((at, period, rep, weight))
+                self._decoded_frames += 1
                 self._nudge("_wake_renderer")
             chunk += 1
+
+    def _skips_to_keyframe(self, at: int, period: int) -> bool:
+        """Whether the frame at stream time ``at`` is skipped: it lies before the keyframe
+        a skip is heading for, or decoding has fallen more than the host's threshold
+        behind the playback clock — then the decoder skips to the first keyframe at or
+        after the clock (Gecko's SkipVideoDemuxToNextKeyFrame, ExoPlayer's
+        dropToKeyframe), and everything before it is dropped undecoded. Frame times are
+        whole ns periods, so the keyframe is the frame within half a period of its time."""
+        if at + period // 2 < self._skip_until_ns:
+            return True
+        behind = self.host.skip_behind_s
+        if behind is None or self._start_ns < 0:
+            return False
+        clock = self.phone.env.now - self._start_ns
+        if clock - at <= seconds(behind):
+            return False
+        self._skip_until_ns = -(-clock // self.gop_ns) * self.gop_ns
+        self.keyframe_skips += 1
+        return True
 
     def _frame_weight(self) -> float:
         """A mean-one lognormal cost multiplier for one frame."""
@@ -318,10 +362,14 @@ class VideoPlayer:
                 yield self._wake_renderer
                 continue
             offset, period, rep, weight = self._decoded.popleft()
-            self._nudge("_wake_decoder")
             due = self._start_ns + offset
             if due >= end:
                 return
+            if weight == SKIPPED:  # skipped to a keyframe: never decoded, never shown
+                self.frames.append(FrameRecord(len(self.frames), due, False, rep))
+                continue
+            self._decoded_frames -= 1
+            self._nudge("_wake_decoder")
             deadline = due + period
             if env.now >= deadline:  # decoded too late: skipped before compositing
                 self.frames.append(FrameRecord(len(self.frames), due, False, rep))
