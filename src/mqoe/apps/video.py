@@ -10,7 +10,9 @@ The player host (browser-like or app-like) is a process with threads:
 
 Frame *i* is due at ``start + i/fps`` and must be on screen by the next frame time; a
 frame decoded too late is dropped before compositing, one composed too late is dropped
-too (the player keeps 1× playback by skipping). Drop rate = dropped / frames due.
+too (the player keeps 1× playback by skipping). A decoder that falls behind the clock by
+more than the host's threshold skips to the next keyframe, dropping the frames in between
+undecoded (Gecko, ExoPlayer). Drop rate = dropped / frames due.
 Every frame's work touches the threads' working sets through the memory model, so
 evicted pages refault (storage reads behind mmcqd) and swapped pages decompress.
 
