@@ -318,7 +318,7 @@ class VideoPlayer:
         a skip is heading for, or decoding has fallen more than the host's threshold
         behind the playback clock — then the decoder skips to the first keyframe at or
         after the clock (Gecko's SkipVideoDemuxToNextKeyFrame, ExoPlayer's
-        dropToKeyframe), and everything before it is dropped undecoded. Frame times are
+        maybeDropBuffersToKeyframe), and everything before it is dropped undecoded. Frame times are
         whole ns periods, so the keyframe is the frame within half a period of its time."""
         if at + period // 2 < self._skip_until_ns:
             return True
