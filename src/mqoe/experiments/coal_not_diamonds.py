@@ -904,9 +904,10 @@ def comparison_markdown(results: Results, quick: bool) -> str:
         f"{', '.join(f'{p} {n}' for p, n in plan.seeds_by_profile)} "
         f"({plan.genre_seeds} for genres); "
         f"{QUICK_DURATION_S if quick else DURATION_S} s sessions. Published values are "
-        "spec 01's; the simulator is not calibrated yet, so many rows are expected to be "
-        "*not met*. Difference = simulated − published. Rows marked *reference* have no "
-        "tolerance in the issue; for ratios the checked row is moderate/normal.",
+        "spec 01's; the calibration is partial — the README's coal-not-diamonds section "
+        "says which rows are *not met* and why. Difference = simulated − published. Rows "
+        "marked *reference* have no tolerance in the issue; for ratios the checked row is "
+        "moderate/normal.",
         "",
         f"**{met} of {len(checked)} checked rows met.**",
     ]
