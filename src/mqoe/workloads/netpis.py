@@ -410,7 +410,8 @@ def _recovery_s(series: pd.DataFrame, params: NetPisScenarioParams, fg_done_s: A
     have had without it: the reproduction measures against a run without the video."""
     if params.mode != "seq" or not isinstance(fg_done_s, float) or fg_done_s != fg_done_s:
         return float("nan")
-    return recovery_s(series, fg_done_s, bg_rate(series, params.fg_start_s - 5, params.fg_start_s))
+    before = bg_rate(series, params.fg_start_s - 5, params.fg_start_s)
+    return recovery_s(series, fg_done_s, before)
 
 
 def bg_rate(series: pd.DataFrame, start_s: float, end_s: float = math.inf) -> float:
