@@ -23,6 +23,7 @@ from mqoe.results.atomic import (
     atomic_write_bytes,
     atomic_write_parquet,
     atomic_write_text,
+    ensure_output_dir,
 )
 from mqoe.results.metrics_csv import (
     MetricRow,
@@ -42,6 +43,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_parquet",
     "atomic_write_text",
+    "ensure_output_dir",
     "default_results_dir",
     "format_condition",
     "metrics_frame",

@@ -90,3 +90,24 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def ensure_output_dir(path: str | Path, option: str = "--out") -> Path:
+    """Make sure results can be written under ``path`` before any work is done: it is
+    created if missing, must be a folder, and a file must be creatable in it (tried, not
+    guessed from permission bits, which root ignores and read-only mounts override).
+    A :class:`~mqoe.errors.UserError` names the option and the path otherwise."""
+    from mqoe.errors import UserError
+
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{option} {folder}: is a file, expected a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".mqoe-write-probe-{os.getpid()}-{secrets.token_hex(4)}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UserError(f"{option} {folder}: cannot write there ({reason})") from None
+    return folder

@@ -1,0 +1,68 @@
+"""Run ``mqoe`` as an unprivileged user, so unreadable paths are really unreadable.
+
+Root reads a mode-000 file anyway, so permission errors can only be seen as another user:
+``setpriv`` drops to ``nobody``. Tests that need it skip when this process is not root,
+when ``setpriv`` is missing, or when ``nobody`` cannot reach the interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+
+def _can_drop() -> str | None:
+    if os.name != "posix" or os.geteuid() != 0:
+        return "needs root to drop to an unprivileged user"
+    if shutil.which("setpriv") is None:
+        return "needs setpriv (util-linux)"
+    probe = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+         sys.executable, "-c", "import mqoe"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        return f"nobody cannot import mqoe here: {probe.stderr.strip()[-200:]}"
+    return None
+
+
+def run_as_nobody(args: list[str], timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m mqoe ARGS`` as user nobody (skips the test when that is impossible)."""
+    return _python_as_nobody(["-m", "mqoe", *args], timeout_s)
+
+
+def run_python_as_nobody(script: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -c SCRIPT`` as user nobody (skips the test when that is impossible)."""
+    return _python_as_nobody(["-c", script], timeout_s)
+
+
+def _python_as_nobody(args: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    reason = _can_drop()
+    if reason is not None:
+        pytest.skip(reason)
+    return subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+         sys.executable, *args],
+        capture_output=True, text=True, check=False, timeout=timeout_s, cwd="/",
+    )  # fmt: skip
+
+
+@contextmanager
+def world_dir() -> Iterator[Path]:
+    """A fresh folder every user can enter (pytest's tmp_path is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="mqoe-perm-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in sorted(folder.rglob("*"), reverse=True):
+            path.chmod(0o700)
+        shutil.rmtree(folder, ignore_errors=True)
