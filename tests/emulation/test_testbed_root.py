@@ -16,6 +16,7 @@ import pytest
 from mqoe.cli.main import main
 from mqoe.emulation import topology
 from mqoe.emulation.bulk import run_bulk
+from mqoe.emulation.owner import Owner
 from mqoe.emulation.topology import FRAME_BYTES, BottleneckSpec, Topology, cleanup, ip
 from mqoe.errors import UserError
 from mqoe.results import read_metrics_csv
@@ -26,7 +27,8 @@ PAYLOAD_PER_FRAME = 1448 / FRAME_BYTES  # TCP payload of a 1514-byte frame (time
 
 
 def _ours() -> tuple[list[str], list[str]]:
-    names = [n for n in topology.list_namespaces() if n.startswith(f"mqoe-tb-{os.getpid()}-")]
+    mine = f"mqoe-tb-{Owner.current().tag}-"
+    names = [n for n in topology.list_namespaces() if n.startswith(mine)]
     links = [line for line in ip("-o", "link", "show").splitlines()
              if f"mtb{os.getpid():x}x" in line]  # fmt: skip
     return names, links
@@ -56,7 +58,7 @@ def test_topology_up_and_down_leaves_nothing_behind() -> None:
 def test_cleanup_removes_a_crashed_runs_leftovers_but_not_a_live_run() -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
-    crashed = Topology(BottleneckSpec(5.0, 15000), owner_pid=dead.pid)
+    crashed = Topology(BottleneckSpec(5.0, 15000), owner=Owner(dead.pid, 1))
     crashed.up()  # never taken down: as if its owner had been killed
     with Topology(BottleneckSpec(5.0, 15000)) as live:
         removed = cleanup()

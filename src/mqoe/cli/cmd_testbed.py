@@ -3,8 +3,10 @@
 ``spiral`` runs one case on real sockets (root, Linux) — or with ``--simulate`` the
 simulator on the same parameters — and writes metrics.csv (figure ``spiral-real`` /
 ``spiral-sim``), segments.csv, timeseries.csv, run.json, summary.md and a figure.
-``cleanup`` removes namespaces and veths that crashed runs left behind (ours only);
-``check`` says whether this machine can run the testbed.
+``bulk`` runs bulk flows alone on the bottleneck; ``cleanup`` removes what dead runs
+left behind (ours only); ``check`` says whether this machine can run the testbed. Every
+command first removes what dead runs of any kind left (namespaces, veths, processes,
+run folders), never what a live run owns.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "real-TCP testbed (network namespaces, tbf, TUN delay): spiral, cleanup, check"
+HELP = "real-TCP testbed (network namespaces, tbf, TUN delay): spiral, bulk, cleanup, check"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,34 +43,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     bulk.add_argument("--simulate", action="store_true", help="the packet-level model instead")
     cleanup = sub.add_parser("cleanup", help="remove leftovers of crashed testbed runs")
     cleanup.add_argument("--all", action="store_true",
-                         help="also remove namespaces of testbed runs still alive")  # fmt: skip
+                         help="also remove what testbed runs still alive own")  # fmt: skip
     sub.add_parser("check", help="can this machine run the testbed?")
 
 
 def run(args: argparse.Namespace) -> int:
+    import signal
+
     from mqoe.cli.console import err, out
+    from mqoe.emulation.topology import cleanup, require_testbed, unavailable_reason
 
     if args.action == "cleanup":
-        from mqoe.emulation.topology import cleanup, require_testbed
-
         require_testbed()
         removed = cleanup(include_live=args.all)
         out.print(
             f"removed {len(removed)}: {', '.join(removed)}" if removed else "nothing to remove"
         )
         return 0
+    why = unavailable_reason()
+    if not why:  # where the testbed cannot run, no run of ours can have left anything
+        stale = cleanup()
+        if stale:
+            err.print(f"removed leftovers of dead testbed runs: {', '.join(stale)}")
     if args.action == "check":
-        from mqoe.emulation.topology import unavailable_reason
-
-        why = unavailable_reason()
         out.print(f"testbed unavailable: {why}" if why else "testbed available")
         return 0 if not why else 1
-    import signal
-
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` tears the testbed down like Ctrl-C
     if args.action == "bulk":
         return _bulk(args)
 
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` tears the testbed down like Ctrl-C
     from mqoe.emulation.outputs import HEALTH, write_run
     from mqoe.emulation.spiral import run_real, run_simulated
     from mqoe.workloads.base import parse_assignments
@@ -108,8 +111,10 @@ def _bulk(args: argparse.Namespace) -> int:
     from mqoe.emulation.topology import BottleneckSpec
     from mqoe.errors import UserError
 
-    if not 1 <= args.flows <= 8 or not 3 <= args.duration_s <= 600 or args.buffer_kbit <= 0:
-        raise UserError("need 1–8 flows, 3–600 s and a positive buffer")
+    # 4 s at least: goodput is averaged over whole seconds after 2 s of slow start and
+    # before the last (partial) second, so 3 s would leave nothing to measure.
+    if not 1 <= args.flows <= 8 or not 4 <= args.duration_s <= 600 or args.buffer_kbit <= 0:
+        raise UserError("need 1–8 flows, 4–600 s and a positive buffer")
     spec = BottleneckSpec(args.link_mbps, round(args.buffer_kbit * 125))
     if args.burst_bytes:
         spec = BottleneckSpec(args.link_mbps, spec.limit_bytes, args.burst_bytes)

@@ -2,6 +2,8 @@
 the packet-level model. Linux and root only; see the README section "Real TCP".
 
 * :mod:`~mqoe.emulation.topology` — namespaces, veths, the tbf bottleneck, cleanup.
+* :mod:`~mqoe.emulation.owner` — who owns a run (pid + start time), alive or dead; run
+  folders.
 * :mod:`~mqoe.emulation.delayline` — the TUN delay line that sets the base RTT.
 * :mod:`~mqoe.emulation.agent` — the processes inside the namespaces (server, client,
   bulk sender and sink, delay line); :mod:`~mqoe.emulation.launch` starts them together.

@@ -13,12 +13,15 @@ job until its own deadline, and writes its result as JSON to ``config["out"]``. 
 * ``sink`` (client): receives the bulk flow, bytes per time bin.
 * ``client`` (client): the ABR video client (:mod:`mqoe.emulation.client`).
 
-Every socket has a timeout and every agent a deadline, so nothing outlives its run.
+Every socket has a timeout and every agent a deadline, so nothing outlives its run; and
+every agent dies with the orchestrator that started it (:func:`die_with_parent`), so
+nothing outlives a killed orchestrator either.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import json
 import os
@@ -31,12 +34,34 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mqoe.results.atomic import atomic_write_text
-
 SERVER_PORT = 8080
 SINK_PORT = 5001
 _CHUNK = 1 << 16
 _PAYLOAD = bytes(1 << 20)
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+ORPHANED_EXIT = 4  # exit status of an agent whose orchestrator died before it started
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when ``parent_pid`` (our parent) dies.
+
+    PR_SET_PDEATHSIG, set by the agent itself rather than between fork and exec, so it
+    holds whatever ``ip netns exec`` execs on the way (the setting is cleared on exec of
+    a privileged binary). The signal comes when the thread that forked us ends: the
+    orchestrator's main thread, which lives as long as the orchestrator. If the parent
+    died before the prctl (Python's start-up is a wide window), we have already been
+    re-parented and no signal will come: then exit now.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), ctypes.c_ulong(0),
+                  ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:  # fmt: skip
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"prctl(PR_SET_PDEATHSIG): {os.strerror(errno)}")
+    if os.getppid() != parent_pid:
+        # stderr is the agent's log, whose tail the orchestrator reports (if it is alive)
+        print(f"parent {parent_pid} is gone (parent now {os.getppid()})", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(ORPHANED_EXIT)
 
 
 def _now_s(t0_ns: int) -> float:
@@ -61,7 +86,13 @@ def _handshake() -> int:
 
 
 def _write(config: dict[str, Any], result: dict[str, Any]) -> None:
-    atomic_write_text(Path(config["out"]), json.dumps(result))
+    # Write-then-rename, so a killed agent leaves no torn result. Not mqoe.results.atomic:
+    # it imports pandas and pyarrow (~1.3 s per agent start-up, five agents per run), and
+    # its fsyncs guard against power cuts, which do not matter for a run's private folder.
+    final = Path(config["out"])
+    tmp = final.with_name(f".{final.name}.tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, final)
 
 
 # --- delay line ------------------------------------------------------------------------
@@ -83,6 +114,11 @@ def run_delayline(config: dict[str, Any]) -> None:
 
 
 def run_server(config: dict[str, Any]) -> None:
+    # Imported before the start, not on the first request: the module pulls in pandas
+    # (via mqoe.policies.netpis), seconds of GIL-holding import that stalled the video
+    # session's first segments and so the client's first rate choices.
+    from mqoe.emulation.receiver import tcp_info_sender
+
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     _set_cc(listener, config["cc"])
@@ -95,8 +131,6 @@ def run_server(config: dict[str, Any]) -> None:
     lock = threading.Lock()
 
     def serve(conn: socket.socket) -> None:
-        from mqoe.emulation.receiver import tcp_info_sender
-
         conn.settimeout(max(1.0, (deadline - time.monotonic_ns()) / 1e9))
         _set_cc(conn, config["cc"])
         try:
@@ -269,6 +303,8 @@ ROLES: dict[str, Callable[[dict[str, Any]], None]] = {
 
 def main(argv: list[str]) -> int:
     role, config = argv[0], json.loads(argv[1])
+    if "parent_pid" in config:  # absent only when started by hand, for debugging
+        die_with_parent(config["parent_pid"])
     signal.signal(signal.SIGTERM, lambda *_: os._exit(3))  # the orchestrator's hard stop
     signal.alarm(int(config["until_s"] + config.get("grace_s", 30)))  # never outlive the run
     ROLES[role](config)

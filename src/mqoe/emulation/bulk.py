@@ -10,7 +10,6 @@ with the model's counters.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,15 @@ from typing import Any
 
 from mqoe.emulation.agent import SINK_PORT
 from mqoe.emulation.launch import AgentSpec, delay_line, launch
-from mqoe.emulation.topology import CLIENT_ADDR, BottleneckSpec, Topology, require_testbed
+from mqoe.emulation.owner import run_folder
+from mqoe.emulation.topology import (
+    CLIENT_ADDR,
+    BottleneckSpec,
+    Topology,
+    cleanup,
+    require_testbed,
+)
+from mqoe.errors import UserError
 
 # Linux counters worth comparing with the model's (TcpExt / Tcp names, as nstat shows).
 LINUX_COUNTERS = (
@@ -49,7 +56,9 @@ def run_bulk(
 ) -> BulkResult:
     """One flow per entry of ``receivers`` (a receiver-rule spec, "" = none), all for
     ``duration_s``; goodput is averaged after ``skip_s`` (slow start excluded)."""
+    _check_window(duration_s, skip_s)
     require_testbed()
+    cleanup()  # a killed run removes nothing itself: its leftovers go before we add ours
     agents = [delay_line(rtt_ms, duration_s)]
     for k, receiver in enumerate(receivers):
         port = SINK_PORT + k
@@ -58,7 +67,7 @@ def run_bulk(
         agents.append(AgentSpec(f"sender{k}", "cmp", "sender", {
             "sink": CLIENT_ADDR, "port": port, "cc": cc, "start_s": 0.0,
             "stop_s": duration_s}))  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="mqoe-testbed-") as tmp, Topology(bottleneck) as topo:
+    with run_folder() as tmp, Topology(bottleneck) as topo:
         out = launch(topo, agents, duration_s, Path(tmp))
         qdisc = topo.qdisc_stats()
         counters = topo.tcp_counters("cmp")
@@ -72,6 +81,13 @@ def run_bulk(
     return BulkResult(goodput, srtt, out["delayline"], qdisc, picked)
 
 
+def _check_window(duration_s: float, skip_s: float) -> None:
+    # goodput is averaged over whole seconds from skip_s to the last whole second
+    if int(duration_s) - 1 <= int(skip_s):
+        raise UserError(f"a {duration_s:g} s bulk run has no whole second to measure after "
+                        f"{skip_s:g} s of slow start and before its last second")  # fmt: skip
+
+
 def simulate_bulk(
     bottleneck: BottleneckSpec,
     flows: int,
@@ -81,6 +97,7 @@ def simulate_bulk(
     rtt_ms: float = 4.0,
 ) -> BulkResult:
     """The same experiment on the packet-level model (the spiral scenario's topology)."""
+    _check_window(duration_s, skip_s)
     from mqoe.device.net import BulkFlow, Network, TcpConfig
     from mqoe.engine import Environment, ms, seconds
 

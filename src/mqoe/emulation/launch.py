@@ -1,7 +1,8 @@
 """Start testbed agents in their namespaces, start them together, collect their results.
 
 Each agent is our own child process (``ip netns exec NS python -m
-mqoe.emulation.agent``); it is stopped by its pid if it overruns, never by name.
+mqoe.emulation.agent``); it is stopped by its pid if it overruns, never by name, and it
+dies with us if we are killed (it is told our pid: ``agent.die_with_parent``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def launch(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     try:
         for agent in agents:
-            config = {**agent.config, "out": str(tmp / f"{agent.name}.json")}
+            config = {**agent.config, "out": str(tmp / f"{agent.name}.json"),
+                      "parent_pid": os.getpid()}  # fmt: skip
             config.setdefault("until_s", until_s)
             logs[agent.name] = open(tmp / f"{agent.name}.log", "w+")  # noqa: SIM115
             procs[agent.name] = subprocess.Popen(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from mqoe import __version__
 from mqoe.emulation.agent import SINK_PORT
 from mqoe.emulation.bulk import LINUX_COUNTERS
 from mqoe.emulation.launch import AgentSpec, delay_line, launch
+from mqoe.emulation.owner import run_folder
 from mqoe.emulation.receiver import make_receiver_rule
 from mqoe.emulation.topology import (
     CLIENT_ADDR,
@@ -122,7 +122,7 @@ def run_real(
     bottleneck = BottleneckSpec(params.link_mbps, max(1, round(params.buffer_kbit * 125)))
     if burst_bytes:
         bottleneck = BottleneckSpec(bottleneck.rate_mbps, bottleneck.limit_bytes, burst_bytes)
-    with tempfile.TemporaryDirectory(prefix="mqoe-testbed-") as tmp, Topology(bottleneck) as topo:
+    with run_folder() as tmp, Topology(bottleneck) as topo:
         _configure_tcp(topo, params)
         outputs = launch(topo, _agents(params, merged, receiver), params.duration_s, Path(tmp), log)
         qdisc = topo.qdisc_stats()

@@ -8,9 +8,10 @@
                                      └─ every packet entering the router is routed into a
                                         TUN device, held by the delay line, written back
 
-Every namespace and veth carries a per-run tag that encodes the owner's pid, so a later
-run (or ``mqoe testbed cleanup``) can remove what a crashed run left behind without ever
-touching a live run's network or anything that is not ours. Only private addresses
+Every namespace carries a per-run tag with its owner (pid and start time, see
+:mod:`mqoe.emulation.owner`), and every veth the owner's pid and the run's number, so a
+later run (or ``mqoe testbed cleanup``) can remove what a killed run left behind without
+ever touching a live run's network or anything that is not ours. Only private addresses
 inside these namespaces are used; nothing is routed to the host's interfaces.
 
 Offloads are switched off on every veth (TSO, GSO, GRO, via the ethtool ioctl, since the
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mqoe.emulation.owner import Owner, remove_dead_run_folders
 from mqoe.errors import UserError
 
 NS_PREFIX = "mqoe-tb-"  # every namespace of ours starts with this
@@ -51,7 +53,10 @@ COMPETITOR_ADDR = SUBNET["cmp"] + ".2"
 _LETTER = {"cli": "a", "srv": "s", "cmp": "k"}  # one letter per edge host in veth names
 _COMMAND_TIMEOUT_S = 10.0
 _counter = itertools.count()
-_NS_PATTERN = re.compile(r"^mqoe-tb-(\d+)-([0-9a-f]+)-(cli|rtr|srv|cmp)$")
+# mqoe-tb-<owner>-<run>-<role>; the owner is <pid>.<start> (<pid> in older names)
+_NS_PATTERN = re.compile(
+    r"^mqoe-tb-(?P<owner>\d+(?:\.\d+)?)-(?:(?P<run>[0-9a-f]+)-(?:cli|rtr|srv|cmp)|probe)$"
+)
 _LINK_PATTERN = re.compile(r"^mtb([0-9a-f]{1,6})x([0-9a-f]{1,2})[a-z]{2}$")
 
 # linux/sockios.h and linux/ethtool.h: legacy per-feature set commands.
@@ -107,7 +112,7 @@ def _unavailable_reason() -> str:
             return f"the {tool!r} program (iproute2) is not installed"
     if not Path("/dev/net/tun").exists():
         return "/dev/net/tun is missing (the delay line needs TUN)"
-    probe = f"{NS_PREFIX}{os.getpid()}-probe"
+    probe = f"{NS_PREFIX}{Owner.current().tag}-probe"  # a kill here leaves a dead run's name
     proc = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True,
                           timeout=_COMMAND_TIMEOUT_S, check=False)  # fmt: skip
     if proc.returncode != 0:
@@ -139,13 +144,13 @@ class Topology:
     Use as a context manager; ``down`` is idempotent and also runs on errors and Ctrl-C.
     """
 
-    def __init__(self, bottleneck: BottleneckSpec, *, owner_pid: int | None = None) -> None:
+    def __init__(self, bottleneck: BottleneckSpec, *, owner: Owner | None = None) -> None:
         self.bottleneck = bottleneck
-        self.owner_pid = os.getpid() if owner_pid is None else owner_pid
+        self.owner = Owner.current() if owner is None else owner
         self.run_no = next(_counter) % 256
-        self.tag = f"{self.owner_pid}-{self.run_no:x}"
+        self.tag = f"{self.owner.tag}-{self.run_no:x}"
         self.ns = {role: f"{NS_PREFIX}{self.tag}-{role}" for role in ROLES}
-        link_tag = f"{LINK_PREFIX}{self.owner_pid % (1 << 24):x}x{self.run_no:x}"
+        link_tag = f"{LINK_PREFIX}{_link_key(self.owner.pid, self.run_no)}"
         # veth pair per edge host: "<tag>c?" in the host, "<tag>?r" in the router
         self.host_dev = {role: f"{link_tag}{_LETTER[role]}h" for role in _LETTER}
         self.router_dev = {role: f"{link_tag}{_LETTER[role]}r" for role in _LETTER}
@@ -163,6 +168,8 @@ class Topology:
     def up(self) -> None:
         self._up = True  # from here on, down() must run whatever happens
         try:
+            # All namespaces before any veth: cleanup() relies on it to tell a live
+            # run's half-built veths from a dead run's.
             for role in ROLES:
                 ip("netns", "add", self.ns[role])
                 ip("link", "set", "lo", "up", netns=self.ns[role])
@@ -269,42 +276,50 @@ def list_namespaces() -> list[str]:
     return [line.split()[0] for line in ip("netns", "list", check=False).splitlines() if line]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def cleanup(*, include_live: bool = False) -> list[str]:
-    """Remove our leftovers: namespaces (and their processes) and stray veths.
+    """Remove what dead testbed runs left: namespaces (with the processes inside, and so
+    their veths and qdiscs), veths left in this namespace mid-setup, and run folders.
 
     Only names with our prefixes are touched, and by default only those whose owner
-    process is gone (a crashed or killed run); ``include_live`` also removes live runs'.
-    Returns what was removed.
+    process is gone (see :mod:`mqoe.emulation.owner`); ``include_live`` also removes live
+    runs'. Returns what was removed.
     """
+    # Links first: a veth exists only after its run's namespaces (see Topology.up), so a
+    # live run's veth seen here has its namespaces in the list taken after it.
+    links = _our_links()
+    live: set[str] = set()
     removed: list[str] = []
     for name in list_namespaces():
         match = _NS_PATTERN.match(name)
-        if match and (include_live or not _alive(int(match.group(1)))):
-            _remove_namespaces([name])
-            removed.append(name)
-    links = ip("-o", "link", "show", check=False).splitlines()
-    for line in links:
+        owner = Owner.from_tag(match.group("owner")) if match else None
+        if match is None or owner is None:
+            continue
+        if not include_live and owner.alive():
+            live.add(_link_key(owner.pid, int(match.group("run") or "0", 16)))
+            continue
+        _remove_namespaces([name])
+        removed.append(name)
+    for dev, key in links.items():
+        if include_live or key not in live:
+            ip("link", "del", dev, check=False)
+            removed.append(dev)
+    return removed + remove_dead_run_folders(include_live=include_live)
+
+
+def _link_key(pid: int, run_no: int) -> str:
+    # veth names keep the pid's low 24 bits (pids above 2**22 do not occur on Linux)
+    return f"{pid % (1 << 24):x}x{run_no:x}"
+
+
+def _our_links() -> dict[str, str]:
+    """Our veths in this namespace, with the key (owner pid, run number) in their name."""
+    found = {}
+    for line in ip("-o", "link", "show", check=False).splitlines():
         fields = line.split(":")
         if len(fields) < 2:
             continue
         dev = fields[1].strip().split("@")[0]
         match = _LINK_PATTERN.match(dev)
-        if match and (include_live or not _owner_alive_by_hex(match.group(1))):
-            ip("link", "del", dev, check=False)
-            removed.append(dev)
-    return removed
-
-
-def _owner_alive_by_hex(pid_hex: str) -> bool:
-    # veth names keep the pid's low 24 bits; pids above 2**24 do not occur on Linux
-    return _alive(int(pid_hex, 16))
+        if match:
+            found[dev] = f"{match.group(1)}x{match.group(2)}"
+    return found
