@@ -1,5 +1,11 @@
-"""``mqoe analyze anr``: ANR trace files → wait-for graphs, critical threads, root-cause
-clusters and the Zipf fit of events per app (spec 04 §"ANR/SNR root-cause pipeline")."""
+"""``mqoe analyze anr``: ANR trace files (and xCrash ANR tombstones) → wait-for graphs,
+critical threads, root-cause clusters and the Zipf fit of events per app (spec 04
+§"ANR/SNR root-cause pipeline").
+
+Output folders (``--csv``, ``--plot``) are checked before any file is parsed. Text read
+from the files (paths, process and thread names, frames) is printed verbatim, never as
+Rich markup.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "files",
         nargs="+",
         type=Path,
-        help="ANR trace files or folders of them (one file = one event)",
+        help="ANR trace files, xCrash ANR tombstones, or folders of them (one file = one event)",
     )
     parser.add_argument("--json", action="store_true", help="print events, clusters, Zipf as JSON")
     parser.add_argument("--csv", type=Path, default=None, metavar="DIR", help="write tables here")
@@ -52,6 +58,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--threshold must be in (0, 1], got {args.threshold}")
     if args.samples < 0 or args.top < 0:
         raise UserError("--samples and --top must be ≥ 0")
+    from mqoe.results import ensure_output_dir
+
+    for option, folder in (("--csv", args.csv), ("--plot", args.plot)):
+        if folder is not None:
+            ensure_output_dir(folder, option)  # before hours of parsing, not after
     workers = default_workers() if args.workers is None else max(1, args.workers)
     progress = LazyProgress("parsing ANR files")
     try:
@@ -64,21 +75,27 @@ def run(args: argparse.Namespace) -> int:
     report = analyze(loaded.events, threshold=args.threshold, method=method, k=args.samples)
     if args.csv is not None:
         _write_csv(args.csv, report)
-    if args.plot is not None:
-        _write_plots(args.plot, report)
+    skipped_plots = _write_plots(args.plot, report) if args.plot is not None else []
     if args.json:
         payload = report.to_json()
         payload["files"] = loaded.files
         payload["bad_files"] = [{"file": f, "error": e} for f, e in loaded.bad_files]
         payload["parse_warnings"] = dict(loaded.warnings)
         print(json.dumps(payload, indent=2, default=str))
+        _print_skipped_plots(skipped_plots)
         return 0
     _print_text(report, loaded, args.top)
     if args.csv is not None:
-        out.print(f"tables written to {args.csv}")
+        out.print(f"tables written to {args.csv}", markup=False)
     if args.plot is not None:
-        out.print(f"figures written to {args.plot}")
+        out.print(f"figures written to {args.plot}", markup=False)
+    _print_skipped_plots(skipped_plots)
     return 0
+
+
+def _print_skipped_plots(notes: list[str]) -> None:
+    for note in notes:
+        err.print(note, markup=False)
 
 
 def _write_csv(directory: Path, report: Any) -> None:
@@ -93,7 +110,8 @@ def _write_csv(directory: Path, report: Any) -> None:
     atomic_write_text(directory / "zipf.csv", fit.to_csv(index=False))
 
 
-def _write_plots(directory: Path, report: Any) -> None:
+def _write_plots(directory: Path, report: Any) -> list[str]:
+    """Write the figures there is data for; one note per figure left out."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -110,7 +128,13 @@ def _write_plots(directory: Path, report: Any) -> None:
 
     clusters = report.tables["clusters"].head(30)
     fig, ax = plt.subplots(figsize=(8, 4))
-    colours = {"wam": "C0", "lock_contention": "C1", "low_memory": "C2", "app_defect": "C3"}
+    colours = {
+        "wam": "C0",
+        "lock_contention": "C1",
+        "low_memory": "C2",
+        "app_defect": "C3",
+        "unknown": "C7",
+    }
     ax.bar(
         clusters["cluster"].astype(str),
         clusters["size_events"],
@@ -124,6 +148,8 @@ def _write_plots(directory: Path, report: Any) -> None:
     save(fig, "cluster_sizes.png")
 
     apps = report.tables["apps"]
+    if apps.empty:  # watchdog kills (SNRs) only: they are no app's ANR
+        return ["zipf.png not written: no app ANR events to rank (only watchdog kills)"]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.loglog(apps["rank"], apps["events"], "o", ms=4, label="apps")
     zipf = report.zipf
@@ -137,6 +163,7 @@ def _write_plots(directory: Path, report: Any) -> None:
     ax.legend()
     fig.tight_layout()
     save(fig, "zipf.png")
+    return []
 
 
 def _print_text(report: Any, loaded: Any, top: int) -> None:
@@ -157,16 +184,43 @@ def _print_text(report: Any, loaded: Any, top: int) -> None:
         "top_app",
         "representative_file",
     ]
-    print_frame(report.tables["clusters"][columns].head(top), "table")
+    print_frame(report.tables["clusters"][columns].head(top), "table")  # cells: plain text
     for c in report.tables["clusters"]["cluster"].head(min(top, 3)):
         stack = report.representatives[int(c)]
         out.print(f"[bold]cluster {c}[/bold] representative critical stack:")
         for line in stack[:12]:
             out.print(f"    {line}", markup=False)
+        if not stack:
+            out.print("    (none: the dump holds no stack of the critical thread)")
     zipf = report.zipf
     out.print(f"Zipf fit over {zipf.n} apps: a={zipf.a:.3f} b={zipf.b:.3f} R²={zipf.r2:.3f}")
+    _print_missing_stacks(loaded.events)
     if loaded.bad_files:
-        err.print(f"skipped {len(loaded.bad_files)} bad files, e.g. {loaded.bad_files[0][1]}")
+        err.print(
+            f"skipped {len(loaded.bad_files)} bad files, e.g. {loaded.bad_files[0][1]}",
+            markup=False,
+        )
     if loaded.warnings:
         text = ", ".join(f"{k} {v}" for k, v in sorted(loaded.warnings.items()))
-        err.print(f"parse warnings (forgiven, counted): {text}")
+        err.print(f"parse warnings (forgiven, counted): {text}", markup=False)
+
+
+def _print_missing_stacks(events: Any) -> None:
+    """Say which events the dump gave no stacks for: their family is a guess at best."""
+    missing = [e.file for e in events if e.stacks_missing]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        err.print(
+            f"stacks missing in {len(missing)} of {len(events)} events (waiting channels or "
+            f"thread headers only; family 'unknown' unless the kernel says): "
+            f"{missing[0]}{more}",
+            markup=False,
+        )
+    partial = [e for e in events if e.threads_without_stack and not e.stacks_missing]
+    if partial:
+        threads = sum(e.threads_without_stack for e in partial)
+        err.print(
+            f"threads without stack lines: {threads} in {len(partial)} other event(s), "
+            f"e.g. {partial[0].file}",
+            markup=False,
+        )

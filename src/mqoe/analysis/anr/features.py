@@ -25,7 +25,8 @@ obfuscated one- or two-letter identifiers (``a.b.c3`` → ``a.b.c#``).
   ``system``).
 * specific ``F_c`` — a *term-count vector* over the kinds of :data:`SPECIFIC_KINDS`:
   ``java:<fn>`` (normalised Java frames) and ``native:<symbol>``, ``lib:<library>``
-  (basename of each native frame's library), ``kernel:<fn>``, ``proc:<name>`` (each
+  (basename of each native frame's library), ``kernel:<fn>`` (kernel frames, and the wait
+  channel of a thread that has no frames: a Waiting Channels dump), ``proc:<name>`` (each
   process on the wait-for path), ``locks=<n>`` (lock lines of the critical threads,
   capped at 5) and ``waitfor=<n>`` (wait-for length, capped at 5). At most
   :data:`MAX_STACK_FRAMES` frames per critical thread are used, from the top.
@@ -147,6 +148,35 @@ def frame_label(frame: Frame) -> str:
     return "kernel!" + normalise_frame(_cut_offset(frame.function))
 
 
+def wait_channel(thread: ThreadDump) -> str | None:
+    """The kernel function a thread without frames sleeps in, from a Waiting Channels
+    section (None when it has frames, no channel, or ``0``: it was running)."""
+    wchan = thread.wchan
+    return wchan if wchan and wchan != "0" and not thread.frames else None
+
+
+def stack_functions(threads: Iterable[ThreadDump]) -> list[str]:
+    """What the root-cause rules read of ``threads``: the functions of their top
+    :data:`MAX_STACK_FRAMES` frames, or a frameless thread's wait channel."""
+    functions: list[str] = []
+    for thread in threads:
+        functions.extend(f.function for f in thread.frames[:MAX_STACK_FRAMES])
+        wchan = wait_channel(thread)
+        if wchan is not None:
+            functions.append(wchan)
+    return functions
+
+
+def stack_labels(thread: ThreadDump) -> list[str]:
+    """The normalised lines of a thread's representative stack (``wchan!fn`` for a
+    thread known only by its wait channel)."""
+    labels = [frame_label(f) for f in thread.frames[:MAX_STACK_FRAMES]]
+    wchan = wait_channel(thread)
+    if wchan is not None:
+        labels.append("wchan!" + normalise_frame(_cut_offset(wchan)))
+    return labels
+
+
 @dataclass(frozen=True)
 class Features:
     """Generic items (a set) and specific term counts (sorted by term, counts ≥ 1)."""
@@ -229,7 +259,7 @@ def _isa(anr: AnrFile) -> str:
 
 
 def _memory(anr: AnrFile, critical: list[ThreadDump]) -> str:
-    frames = [f.function for t in critical for f in t.frames[:MAX_STACK_FRAMES]]
+    frames = stack_functions(critical)
     if any(_LMK.search(f) for f in frames):
         return "lmk"
     if any(_GC.search(f) for f in frames) or any(t.name == "HeapTaskDaemon" for t in critical):
@@ -263,6 +293,9 @@ def event_features(graph: WaitForGraph, walk: CriticalPath) -> Features:
     for thread in critical:
         for frame in thread.frames[:MAX_STACK_FRAMES]:
             specific.update(frame_terms(frame))
+        wchan = wait_channel(thread)
+        if wchan is not None:
+            specific["kernel:" + normalise_frame(_cut_offset(wchan))] += 1
         locks += len(thread.locks)
     for p in dict.fromkeys(node[0] for node in walk.path):
         specific["proc:" + normalise_frame(anr.processes[p].name)] += 1

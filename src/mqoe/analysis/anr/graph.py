@@ -208,8 +208,11 @@ def blocked_thread(anr: AnrFile) -> Node | None:
 
     For a watchdog kill, the first thread named in parentheses in the watchdog line
     (``… on foreground thread (android.fg)``) found in ``system_server`` (else the first
-    process); otherwise the first process's ``main`` thread, else its ``tid=1``, else its
-    first thread. None when the first process has no threads.
+    process); otherwise the first process's ``main`` thread, else its ``tid=1`` (some
+    releases name the main thread after the process), else the thread whose kernel id
+    is the pid (the thread-group leader: how debuggerd's native dumps and Waiting
+    Channels sections show the main thread), else its first thread. None when the first
+    process has no threads.
     """
     if not anr.processes:
         return None
@@ -228,5 +231,9 @@ def blocked_thread(anr: AnrFile) -> Node | None:
             return (0, t)
     for t, thread in enumerate(threads):
         if thread.tid == 1:
+            return (0, t)
+    pid = anr.processes[0].pid
+    for t, thread in enumerate(threads):
+        if thread.sys_tid == pid:
             return (0, t)
     return (0, 0) if threads else None

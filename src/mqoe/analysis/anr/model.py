@@ -92,7 +92,9 @@ class ThreadDump:
     runtime state of the header (``Blocked``, ``Native``…; empty when absent),
     ``sched_state`` the kernel letter of ``state=`` (``R``, ``S``, ``D``…). ``utm``/``stm``
     are user/system CPU time in clock ticks of ``hz`` per second; ``schedstat`` is
-    (run ns, wait ns, timeslices).
+    (run ns, wait ns, timeslices). ``wchan`` is the kernel function the thread sleeps in,
+    from a ``----- Waiting Channels`` section (``0`` when it was running; None elsewhere);
+    such threads have no name in the file and are named ``sysTid=N``.
     """
 
     name: str
@@ -111,7 +113,17 @@ class ThreadDump:
     hz: int | None = None
     frames: list[Frame] = field(default_factory=list)
     locks: list[LockOp] = field(default_factory=list)
+    wchan: str | None = None
     line: int = field(default=0, compare=False)  # header line number in the file
+
+    @property
+    def has_stack(self) -> bool:
+        """Whether the dump holds the thread's user-space stack (a Java or native frame).
+
+        Kernel frames alone do not count: they are what a dump shows of a thread whose
+        stack could not be unwound (a frozen process, a failed or timed-out dump).
+        """
+        return any(f.kind != "kernel" for f in self.frames)
 
     @property
     def cpu_s(self) -> float | None:
@@ -125,7 +137,10 @@ class ThreadDump:
 
 @dataclass(slots=True)
 class ProcessDump:
-    """One ``----- pid N at DATE -----`` … ``----- end N -----`` section."""
+    """One ``----- pid N at DATE -----`` … ``----- end N -----`` section, or the ART thread
+    dump of an xCrash ANR tombstone, or (``waiting_channels``) a ``----- Waiting Channels:
+    pid N at DATE -----`` section: debuggerd's fallback when the stack dump failed, one
+    thread per ``sysTid=N [state=S] WCHAN`` line and no stacks."""
 
     pid: int
     time_text: str
@@ -133,6 +148,7 @@ class ProcessDump:
     declared_threads: int | None = None  # the N of ``DALVIK THREADS (N):``
     threads: list[ThreadDump] = field(default_factory=list)
     truncated: bool = False  # no ``----- end N -----`` before the next section or EOF
+    waiting_channels: bool = False
     line: int = field(default=0, compare=False)
 
     @property
@@ -145,6 +161,11 @@ class ProcessDump:
         """The process name: the first word of ``Cmd line:`` (``pid N`` when absent)."""
         words = (self.cmd_line or "").split()
         return words[0] if words else f"pid {self.pid}"
+
+    @property
+    def threads_without_stack(self) -> int:
+        """Threads whose user-space stack is not in the dump (see ThreadDump.has_stack)."""
+        return sum(not t.has_stack for t in self.threads)
 
 
 @dataclass(slots=True)
@@ -160,7 +181,7 @@ class ParseStats:
     bad_values: int = 0  # a ``|`` property or header number that is not an integer
     dropped_frames: int = 0  # beyond the per-thread / per-file caps
     dropped_threads: int = 0  # beyond the per-file cap
-    skipped_sections: int = 0  # other ``----- … pid N … -----`` sections (waiting channels)
+    skipped_sections: int = 0  # redundant Waiting Channels twins, other ``----- pid N -----``s
     thread_count_mismatch: int = 0  # ``DALVIK THREADS (N)`` ≠ threads found
     undecodable_bytes: int = 0  # bytes that were not UTF-8 (replaced)
     nul_bytes: int = 0
@@ -180,10 +201,16 @@ class ParseStats:
 
 @dataclass(slots=True)
 class AnrFile:
-    """One ANR trace file: one event. The app is the first process; services follow."""
+    """One ANR trace file: one event. The app is the first process; services follow.
+
+    ``source`` is the container: ``anr_trace`` (``/data/anr/…``, as ActivityManager and
+    debuggerd write it) or ``xcrash_tombstone`` (an xCrash ANR tombstone, whose one
+    process is the ART thread dump between its ``--- --- ---`` and ``+++ +++ +++`` lines).
+    """
 
     path: str
     processes: list[ProcessDump] = field(default_factory=list)
+    source: str = "anr_trace"
     subject: str | None = None  # ``Subject: Input dispatching timed out …`` (Android 11+)
     watchdog: str | None = None  # text after ``*** WATCHDOG KILLING SYSTEM PROCESS:``
     goodbye: bool = False  # ``*** GOODBYE!`` seen
@@ -192,3 +219,10 @@ class AnrFile:
     @property
     def app(self) -> ProcessDump | None:
         return self.processes[0] if self.processes else None
+
+    @property
+    def stacks_missing(self) -> bool:
+        """No thread of the app (the first process) has a user-space stack in the dump:
+        waiting channels, thread headers or kernel frames only, or no threads at all."""
+        app = self.app
+        return app is not None and not any(t.has_stack for t in app.threads)

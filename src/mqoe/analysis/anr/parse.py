@@ -1,19 +1,21 @@
-"""Streaming parser (and renderer) for ANR trace files (``/data/anr/…``, spec 06).
+"""Streaming parser (and renderer) for ANR trace files (``/data/anr/…``, spec 06) and
+xCrash ANR tombstones.
 
-The file is read in 1 MiB binary chunks, decoded as UTF-8 with bad bytes replaced (and
-counted), and split into lines; a line longer than :data:`MAX_LINE_CHARS` is skipped and
-counted, so memory stays bounded whatever the input. What each line means is decided
-by its first characters after stripping blanks (see the package docstring for the rules).
+Files are read through :mod:`mqoe.analysis.textio` (gzip, UTF-8 with or without BOM,
+UTF-16, any line end), one chunk and one line at a time; a line longer than
+:data:`MAX_LINE_CHARS` is skipped and counted, so memory stays bounded whatever the
+input. What each line means is decided by its first characters after stripping blanks
+(see the package docstring for the rules).
 """
 
 from __future__ import annotations
 
-import gzip
-import io
+import itertools
 import re
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from mqoe.analysis.anr.model import (
     ThreadDump,
     parse_dump_time,
 )
+from mqoe.analysis.textio import decode_chunks, normalise_line_ends, open_input, split_lines
 from mqoe.errors import InputFileError
 
 MAX_LINE_CHARS = 64 * 1024  # a stack line is < 1 KiB; anything this long is not one
@@ -34,10 +37,13 @@ MAX_FRAMES_PER_THREAD = 1024  # ART prints at most a few hundred; the top ones m
 MAX_FRAMES_PER_FILE = 500_000  # bounds memory on a hostile file (≈ 100 MB of frames)
 MAX_THREADS_PER_FILE = 100_000
 _CHUNK_BYTES = 1 << 20
-_BINARY_PROBE_BYTES = 1 << 20  # give up early on binary input after this much data
+_BINARY_PROBE_CHARS = 1 << 20  # give up early on binary input after this much text
 
 _PID = re.compile(r"-----\s+pid\s+(\d{1,10})\s+at\s+(.*?)\s*-----")
 _END = re.compile(r"-----\s+end\s+(\d{1,10})\s*-----")
+# debuggerd_client's fallback when a stack dump fails or times out (and, since Android 11,
+# a companion of every Java dump): /proc/PID/task/TID/wchan of each thread.
+_WCHAN = re.compile(r"-----\s+Waiting Channels:\s+pid\s+(\d{1,10})\s+at\s+(.*?)\s*-----")
 _OTHER_SECTION = re.compile(r"-----.*\bpid:?\s+(\d{1,10})\b.*-----")
 _DALVIK = re.compile(r"DALVIK THREADS \((\d{1,9})\):?")
 _HEADER = re.compile(r'"(.*)"(\s.*)?')
@@ -51,83 +57,79 @@ _LOCK = re.compile(
 )
 _LOCK_KIND = {text: kind for kind, text in LOCK_TEXT.items()}
 _WATCHDOG = "*** WATCHDOG KILLING SYSTEM PROCESS:"
-_OVERLONG = " " * (MAX_LINE_CHARS + 1)  # stands for a line cut off while streaming
+# Remarks ART and debuggerd write inside a thread instead of (or besides) frames:
+# "(no managed stack frames)", "(couldn't read …)", libunwindstack's "NOTE: Function
+# names … missing", debuggerd's "Unwind failed: tid = N", ART's "Not able to dump stack
+# of thread that isn't suspended". Not frames, and not unknown lines either.
+_REMARKS = ("NOTE:", "Unwind failed", "Not able to dump stack")
+
+# xCrash (iqiyi/xCrash, xc_trace.c and TombstoneManager): a "*** *** ***" head line,
+# "Key: 'value'" lines, "pid: N[, tid: T, name: X]  >>> PROCESS <<<", then ART's
+# DumpForSigQuit output between XCC_UTIL_THREAD_SEP ("--- --- ---…") and
+# XCC_UTIL_THREAD_END ("+++ +++ +++…"); logcat, open files, memory info and the app's own
+# sections follow and are not read.
+_XCRASH_PID = re.compile(r"pid:\s*(\d{1,10})\b[^>]*(?:>>>\s*(.*?)\s*<<<)?")
+_XCRASH_SEP = "--- --- ---"
+_XCRASH_END = "+++ +++ +++"
+
+
+def _quoted(text: str) -> str:
+    """The value of an xCrash ``Key: 'value'`` line."""
+    value = text.split(":", 1)[1].strip()
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == "'" else value
 
 
 class _Reader:
-    """Lines of a file, decoded leniently, with the byte counts the parser reports."""
+    """Lines of an opened file, decoded by textio, with the counts the parser reports."""
 
-    def __init__(self, path: Path, stats: ParseStats) -> None:
+    def __init__(self, path: Path, stream: IO[bytes], stats: ParseStats) -> None:
         self.path = path
+        self.stream = stream
         self.stats = stats
-        self.bytes_read = 0
+        self.chars_read = 0
 
-    def lines(self) -> Iterator[str]:
-        try:
-            with self.path.open("rb") as probe:
-                gz = probe.read(2) == b"\x1f\x8b"  # pulled-off-phone files are often gzipped
-            handle: io.BufferedIOBase = gzip.open(self.path, "rb") if gz else self.path.open("rb")  # noqa: SIM115
-        except OSError as exc:
-            raise InputFileError(self.path, f"cannot read: {exc.strerror or exc}") from None
-        with handle:
-            try:
-                yield from self._split(handle)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InputFileError(self.path, f"cannot read: {exc}") from None
-
-    def _split(self, handle: io.BufferedIOBase) -> Iterator[str]:
-        read = handle.read
+    def _chunks(self) -> Iterator[str]:
         stats = self.stats
-        leftover = b""
-        skipping = False  # inside an overlong line: drop bytes up to its newline
-        first = True
-        while True:
-            chunk: bytes = read(_CHUNK_BYTES)
-            if not chunk:
-                break
-            self.bytes_read += len(chunk)
-            stats.nul_bytes += chunk.count(b"\0")
-            if skipping:
-                newline = chunk.find(b"\n")
-                if newline < 0:
-                    continue
-                chunk = chunk[newline + 1 :]
-                skipping = False
-            data = leftover + chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                leftover = data
+        for chunk in decode_chunks(self.stream, _CHUNK_BYTES):
+            self.chars_read += len(chunk)
+            stats.nul_bytes += chunk.count("\0")
+            stats.undecodable_bytes += chunk.count("\ufffd")
+            yield chunk
+
+    def lines(self) -> Iterator[str | None]:
+        try:
+            chunks = self._chunks()
+            first = next(chunks, "")
+            second = next(chunks, None)
+            if second is None:
+                # The whole file in one chunk, as nearly every ANR file is (< 1 MiB): split
+                # at C speed; the parser skips over-long lines by their length.
+                lines = normalise_line_ends(first).split("\n")
+                if lines[-1] == "":
+                    lines.pop()  # the last line end ends a line, it does not start one
+                yield from lines
             else:
-                text = data[:cut].decode("utf-8", "replace")
-                leftover = data[cut + 1 :]
-                stats.undecodable_bytes += text.count("\ufffd")
-                if first and text.startswith("\ufeff"):
-                    text = text[1:]
-                first = False
-                yield from text.split("\n")
-            if len(leftover) > MAX_LINE_CHARS:
-                leftover = b""
-                skipping = True
-                yield _OVERLONG  # counted by the parser; keeps line numbers right
-        if leftover:
-            text = leftover.decode("utf-8", "replace")
-            stats.undecodable_bytes += text.count("\ufffd")
-            yield text
+                yield from split_lines(itertools.chain((first, second), chunks), MAX_LINE_CHARS)
+        except (OSError, EOFError, zlib.error) as exc:  # a corrupt or cut gzip stream
+            raise InputFileError(self.path, f"cannot read it: {exc}") from None
 
 
 def parse_anr_file(path: str | Path) -> AnrFile:
-    """Parse one ANR trace file (plain or gzip); see the package docstring for the rules.
+    """Parse one ANR trace file or xCrash ANR tombstone (plain or gzip, any encoding and
+    line end :mod:`mqoe.analysis.textio` reads); see the package docstring for the rules.
 
     Raises :class:`~mqoe.errors.InputFileError` when the file cannot be read or holds no
-    ``----- pid N at DATE -----`` section (binary data included). Forgiven problems are
+    process dump (binary data and crash tombstones included). Forgiven problems are
     counted in ``AnrFile.stats``.
     """
     path = Path(path)
-    if path.is_dir():
-        raise InputFileError(path, "is a directory, expected an ANR trace file")
-    stats = ParseStats()
-    reader = _Reader(path, stats)
-    return _Parser(str(path), stats, reader).run(reader.lines())
+    stream, raw, _ = open_input(path)
+    try:
+        stats = ParseStats()
+        reader = _Reader(path, stream, stats)
+        return _Parser(str(path), stats, reader).run(reader.lines())
+    finally:
+        raw.close()
 
 
 def parse_anr_text(text: str, name: str = "<text>") -> AnrFile:
@@ -137,7 +139,7 @@ def parse_anr_text(text: str, name: str = "<text>") -> AnrFile:
         text = text[1:]
     stats.nul_bytes = text.count("\0")
     stats.undecodable_bytes = text.count("\ufffd")
-    return _Parser(name, stats, None).run(text.split("\n"))
+    return _Parser(name, stats, None).run(normalise_line_ends(text).split("\n"))
 
 
 def _int(text: str, stats: ParseStats) -> int | None:
@@ -151,6 +153,14 @@ def _int(text: str, stats: ParseStats) -> int | None:
         return None
 
 
+class _EndOfDump(Exception):
+    """xCrash's ``+++ +++ +++`` line: the rest of the tombstone is not a thread dump."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
 class _Parser:
     def __init__(self, name: str, stats: ParseStats, reader: _Reader | None) -> None:
         self.anr = AnrFile(name, stats=stats)
@@ -161,15 +171,32 @@ class _Parser:
         self.skip_end: str | None = None  # inside a section we do not read
         self.frames_left = MAX_FRAMES_PER_FILE
         self.threads_left = MAX_THREADS_PER_FILE
+        self.crash_head = False  # a "*** *** ***" tombstone head line before any section
+        self.xcrash: dict[str, str] | None = None  # header values of an xCrash tombstone
+        self.xcrash_proc: ProcessDump | None = None  # its thread dump, once opened
 
     # -- the line loop ---------------------------------------------------------------
 
-    def run(self, lines: Iterable[str]) -> AnrFile:
+    def run(self, lines: Iterable[str | None]) -> AnrFile:
+        stats = self.stats
+        number = 0
+        try:
+            number = self._loop(lines)
+        except _EndOfDump as end:
+            number = end.line
+        stats.lines = number
+        self._close(truncated=True)
+        self._drop_twins()
+        if not self.anr.processes:
+            raise InputFileError(self.anr.path, self._not_anr(number))
+        return self.anr
+
+    def _loop(self, lines: Iterable[str | None]) -> int:
         stats = self.stats
         number = 0
         for raw in lines:
             number += 1
-            if len(raw) > MAX_LINE_CHARS:
+            if raw is None or len(raw) > MAX_LINE_CHARS:
                 stats.overlong_lines += 1
                 continue
             s = raw.strip()
@@ -218,11 +245,7 @@ class _Parser:
                 self._stars(s)
                 continue
             self._other(s, number)
-        stats.lines = number
-        self._close(truncated=True)
-        if not self.anr.processes:
-            raise InputFileError(self.anr.path, self._not_anr(number))
-        return self.anr
+        return number
 
     def _not_anr(self, lines: int) -> str:
         stats = self.stats
@@ -231,14 +254,24 @@ class _Parser:
                 f"binary data ({stats.nul_bytes} NUL, {stats.undecodable_bytes} undecodable "
                 "bytes), not an ANR trace file: no '----- pid N at DATE -----' section"
             )
+        if self.xcrash is not None:
+            return (
+                f"xCrash tombstone without its thread dump (no '{_XCRASH_SEP} …' line in "
+                f"{lines} lines): not an ANR trace"
+            )
+        if self.crash_head:
+            return (
+                "a crash tombstone, not an ANR trace file (no '----- pid N at DATE -----' section)"
+            )
         return f"no '----- pid N at DATE -----' section in {lines} lines: not an ANR trace file"
 
     def _other(self, s: str, number: int) -> None:
         proc = self.proc
         if proc is None:
-            if s.startswith("Subject:") and self.anr.subject is None:
-                self.anr.subject = s[8:].strip()
-            self._binary_probe(number)
+            self._outside(s, number)
+            return
+        if proc.waiting_channels and s.startswith(("sysTid=", "(sysTid=")):
+            self._wchan(proc, s, number)
             return
         if s.startswith(("Cmd line:", "Cmdline:")):
             if proc.cmd_line is None:
@@ -249,17 +282,63 @@ class _Parser:
             if match is not None:
                 proc.declared_threads = int(match.group(1))
                 return
+        if proc is self.xcrash_proc and s.startswith(_XCRASH_END):
+            self._close(truncated=False)
+            raise _EndOfDump(number)
+        if self.thread is not None and (s[0] == "(" or s.startswith(_REMARKS)):
+            return
         if self.thread is not None or proc.threads:
             self.stats.unknown_lines += 1
         # Lines before the first thread are the process header (build, heap, JIT stats…).
 
+    def _outside(self, s: str, number: int) -> None:
+        """A line outside any process section: a subject, an xCrash header, noise."""
+        if self.xcrash is not None:
+            if not self.anr.processes:
+                self._xcrash_header(s, number)
+            elif s.startswith(_XCRASH_END):  # after a copied "----- end N -----" line
+                raise _EndOfDump(number)
+        elif s.startswith("Tombstone maker:") and not self.anr.processes:
+            self.xcrash = {}
+            self.anr.source = "xcrash_tombstone"
+        if s.startswith("Subject:") and self.anr.subject is None:
+            self.anr.subject = s[8:].strip()
+        self._binary_probe(number)
+
+    def _xcrash_header(self, s: str, number: int) -> None:
+        header = self.xcrash
+        assert header is not None
+        if s.startswith("Crash type:"):
+            kind = _quoted(s)
+            if kind != "anr":
+                raise InputFileError(
+                    self.anr.path,
+                    f"xCrash tombstone of a {kind[:40]!r} crash, not an ANR "
+                    "(only Crash type 'anr' holds a thread dump to analyse)",
+                    line=number,
+                )
+        elif s.startswith("Crash time:"):
+            header["time"] = _quoted(s).replace("T", " ", 1)
+        elif s.startswith("pid:"):
+            match = _XCRASH_PID.match(s)
+            if match is not None:
+                header["pid"] = match.group(1)
+                header["process"] = match.group(2) or ""
+        elif s.startswith(_XCRASH_SEP):
+            pid = int(header.get("pid", "0"))
+            time_text = header.get("time", "")
+            if parse_dump_time(time_text) is None:
+                self.stats.bad_dates += 1
+            self.proc = self.xcrash_proc = ProcessDump(pid, time_text, line=number)
+            self.anr.processes.append(self.proc)
+
     def _binary_probe(self, number: int) -> None:
         """Fail early on a large binary file instead of scanning all of it."""
         reader = self.reader
-        if reader is None or self.anr.processes or reader.bytes_read < _BINARY_PROBE_BYTES:
+        if reader is None or self.anr.processes or reader.chars_read < _BINARY_PROBE_CHARS:
             return
         bad = self.stats.nul_bytes + self.stats.undecodable_bytes
-        if bad * 100 > reader.bytes_read:
+        if bad * 100 > reader.chars_read:
             raise InputFileError(self.anr.path, self._not_anr(number), line=number)
 
     # -- sections --------------------------------------------------------------------
@@ -267,12 +346,7 @@ class _Parser:
     def _section(self, s: str, number: int) -> None:
         match = _PID.fullmatch(s)
         if match is not None:
-            self._close(truncated=True)
-            time_text = match.group(2)
-            if parse_dump_time(time_text) is None:
-                self.stats.bad_dates += 1
-            self.proc = ProcessDump(int(match.group(1)), time_text, line=number)
-            self.anr.processes.append(self.proc)
+            self._open(match, number, waiting_channels=False)
             return
         match = _END.fullmatch(s)
         if match is not None:
@@ -280,11 +354,35 @@ class _Parser:
                 self.stats.mismatched_ends += 1
             self._close(truncated=False)
             return
+        match = _WCHAN.fullmatch(s)
+        if match is not None:
+            self._open(match, number, waiting_channels=True)
+            return
         match = _OTHER_SECTION.fullmatch(s)
-        if match is not None:  # e.g. ``----- Waiting Channels: pid N at … -----``
+        if match is not None:  # e.g. a vendor's ``----- … pid N … -----`` section
             self._close(truncated=True)
             self.stats.skipped_sections += 1
             self.skip_end = match.group(1)
+
+    def _open(self, match: re.Match[str], number: int, waiting_channels: bool) -> None:
+        proc = self.proc
+        # xCrash's Java handler copies the app's section of /data/anr/traces.txt, pid line
+        # included: that line, not the tombstone header, then opens the dump.
+        replace = False
+        if proc is not None and proc is self.xcrash_proc and not proc.threads:
+            self.anr.processes.remove(proc)
+            self.proc = None
+            replace = True
+        self._close(truncated=True)
+        time_text = match.group(2)
+        if parse_dump_time(time_text) is None:
+            self.stats.bad_dates += 1
+        self.proc = ProcessDump(
+            int(match.group(1)), time_text, line=number, waiting_channels=waiting_channels
+        )
+        self.anr.processes.append(self.proc)
+        if replace:
+            self.xcrash_proc = self.proc
 
     def _skipping(self, s: str, number: int) -> None:
         if not s.startswith("-----"):
@@ -292,7 +390,7 @@ class _Parser:
         match = _END.fullmatch(s)
         if match is not None and match.group(1) == self.skip_end:
             self.skip_end = None
-        elif _PID.fullmatch(s) is not None:
+        elif _PID.fullmatch(s) is not None or _WCHAN.fullmatch(s) is not None:
             self.skip_end = None
             self._section(s, number)
 
@@ -302,11 +400,34 @@ class _Parser:
         if proc is None:
             return
         self.proc = None
+        if proc is self.xcrash_proc and proc.cmd_line is None and self.xcrash:
+            proc.cmd_line = self.xcrash.get("process") or None  # ">>> PROCESS <<<"
         if truncated:
             proc.truncated = True
             self.stats.truncated_sections += 1
-        elif proc.declared_threads is not None and proc.declared_threads != len(proc.threads):
-            self.stats.thread_count_mismatch += 1
+        elif proc.declared_threads is not None:
+            # ART's "DALVIK THREADS (N)" is its thread list's size: attached threads only;
+            # the "(not attached)" native threads are dumped after them.
+            attached = sum(t.tid is not None for t in proc.threads)
+            if proc.declared_threads != attached:
+                self.stats.thread_count_mismatch += 1
+
+    def _drop_twins(self) -> None:
+        """Drop Waiting Channels sections of processes the file also holds stacks of
+        (recent releases write one next to each dump, before or after it), and repeats
+        of one such section."""
+        kept: list[ProcessDump] = []
+        stacked = {p.pid for p in self.anr.processes if not p.waiting_channels}
+        seen: set[tuple[int, str | None]] = set()
+        for proc in self.anr.processes:
+            if proc.waiting_channels:
+                key = (proc.pid, proc.cmd_line)
+                if proc.pid in stacked or key in seen:
+                    self.stats.skipped_sections += 1
+                    continue
+                seen.add(key)
+            kept.append(proc)
+        self.anr.processes = kept
 
     def _stars(self, s: str) -> None:
         if s.startswith(_WATCHDOG):
@@ -314,6 +435,8 @@ class _Parser:
                 self.anr.watchdog = s[len(_WATCHDOG) :].strip()
         elif s.startswith("*** GOODBYE"):
             self.anr.goodbye = True
+        elif s.startswith("*** ***") and not self.anr.processes:
+            self.crash_head = True
         elif self.thread is not None:
             self.stats.unknown_lines += 1
 
@@ -329,6 +452,8 @@ class _Parser:
         thread = ThreadDump(match.group(1), line=number)
         stats = self.stats
         for token in (match.group(2) or "").split():
+            if token[0] == "(":
+                break  # ART's notes: "(not attached)", "(still starting up)"
             key, eq, value = token.partition("=")
             if eq:
                 if key == "prio":
@@ -339,10 +464,39 @@ class _Parser:
                     thread.sys_tid = _int(value, stats)
             elif token == "daemon":
                 thread.daemon = True
-            elif token[0].isalpha() and token != "attached)":
-                thread.state = token
+            elif not thread.state and token[0].isalpha():
+                thread.state = token  # the first word after the ids; later words are notes
         self.proc.threads.append(thread)
         self.thread = thread
+
+    def _wchan(self, proc: ProcessDump, s: str, number: int) -> None:
+        """``sysTid=N [state=S] WCHAN``: one thread of a Waiting Channels section."""
+        if self.threads_left <= 0:
+            self.stats.dropped_threads += 1
+            return
+        head, _, tail = s.lstrip("(").partition(" ")
+        sys_tid = _int(head[7:].rstrip(")"), self.stats)  # after "sysTid="
+        if sys_tid is None:
+            return
+        self.threads_left -= 1
+        state: str | None = None
+        words: list[str] = []
+        for token in tail.split():
+            key, eq, value = token.partition("=")
+            if eq and key == "state":
+                state = value
+            elif eq and key == "wchan":
+                words.append(value)
+            else:
+                words.append(token)
+        thread = ThreadDump(
+            f"sysTid={sys_tid}",
+            sys_tid=sys_tid,
+            sched_state=state,
+            wchan=" ".join(words) or None,
+            line=number,
+        )
+        proc.threads.append(thread)
 
     def _properties(self, thread: ThreadDump, s: str) -> None:
         """``| key=value …``: split on blanks (values hold none), except the
@@ -381,6 +535,8 @@ class _Parser:
     def _native(self, thread: ThreadDump, s: str) -> None:
         if s[0] == "n":
             s = s[7:].lstrip()  # after "native:"
+            if s[:1] == "(":  # "(backtrace::Unwind failed …)", "(backtrace unavailable)"
+                return
         parts = s.split(None, 4)
         if (
             len(parts) < 4
@@ -438,28 +594,18 @@ def format_anr(anr: AnrFile, rng: np.random.Generator | None = None) -> str:
     """The text of ``anr`` in the ANR trace format; :func:`parse_anr_text` reads it back.
 
     With ``rng``, the lines the parser does not keep (``obj=``, ``self=``, ``handle=``
-    addresses, build lines) are filled with random values, as on a phone.
+    addresses, build lines) are filled with random values, as on a phone. Processes with
+    ``waiting_channels`` are written as debuggerd's ``----- Waiting Channels`` sections.
     """
     out: list[str] = []
     if anr.subject is not None:
         out += [f"Subject: {anr.subject}", ""]
     for proc in anr.processes:
+        if proc.waiting_channels:
+            out += _wchan_lines(proc)
+            continue
         out.append(f"----- pid {proc.pid} at {proc.time_text} -----")
-        if proc.cmd_line is not None:
-            out.append(f"Cmd line: {proc.cmd_line}")
-        if rng is not None:
-            out += [
-                "Build fingerprint: 'mqoe/synth/phone:9/PKQ1.180904.001/V10.2.2.0:user/release'",
-                "ABI: 'arm64'",
-                "Build type: optimized",
-                f"Zygote loaded classes={int(rng.integers(4000, 9000))} post zygote classes=512",
-            ]
-        out.append("")
-        if proc.declared_threads is not None:
-            out.append(f"DALVIK THREADS ({proc.declared_threads}):")
-        for thread in proc.threads:
-            out += _thread_lines(thread, rng)
-            out.append("")
+        out += _dump_lines(proc, rng)
         if not proc.truncated:
             out += [f"----- end {proc.pid} -----", ""]
     if anr.watchdog is not None:
@@ -467,6 +613,92 @@ def format_anr(anr: AnrFile, rng: np.random.Generator | None = None) -> str:
     if anr.goodbye:
         out.append("*** GOODBYE!")
     return "\n".join(out) + "\n"
+
+
+def format_xcrash(anr: AnrFile, rng: np.random.Generator | None = None) -> str:
+    """``anr``'s first process as an xCrash ANR tombstone (header, ART thread dump between
+    ``--- --- ---`` and ``+++ +++ +++``, then logcat, open files and memory info that are
+    not part of the dump); :func:`parse_anr_text` reads the process back. Its
+    ``time_text`` must be ``YYYY-MM-DD HH:MM:SS[.mmm][+ZZZZ]``: it becomes the ISO
+    ``Crash time`` xCrash writes."""
+    if not anr.processes:
+        raise ValueError("an xCrash tombstone holds one process")
+    proc = anr.processes[0]
+    name = proc.name
+    when = proc.time_text.replace(" ", "T", 1)
+    head = "*** " * 15 + "***"
+    out = [
+        head,
+        "Tombstone maker: 'xCrash 2.4.9'",
+        "Crash type: 'anr'",
+        f"Start time: '{when}'",
+        f"Crash time: '{when}'",
+        f"App ID: '{name}'",
+        "App version: '1.0'",
+        "Rooted: 'No'",
+        "API level: '29'",
+        "ABI: 'arm64'",
+        f"pid: {proc.pid}  >>> {name} <<<",
+        "",
+        "--- " * 15 + "---",
+        *_dump_lines(proc, rng),
+        "+++ " * 15 + "+++",
+        "",
+        "logcat:",
+        f"--------- tail end of log main (logcat -b main -d -v threadtime --pid {proc.pid})",
+        f'01-01 00:00:00.000 {proc.pid} {proc.pid} I art: "main" prio=5 tid=1 Runnable',
+        f"01-01 00:00:00.001 {proc.pid} {proc.pid} I art:   at a.B.c(B.java:1)",
+        f"01-01 00:00:00.002 {proc.pid} {proc.pid} I art: ----- pid 1 at 2019-01-01 00:00:00 -----",
+        "",
+        "open files:",
+        "    fd 0: /dev/null",
+        "    (number of FDs: 1)",
+        "",
+        "memory info:",
+        " System Summary (From: /proc/meminfo)",
+        "  MemTotal:        3855796 kB",
+        "-",
+        "",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _dump_lines(proc: ProcessDump, rng: np.random.Generator | None) -> list[str]:
+    """A process dump's lines after its ``----- pid`` line, up to its threads' end."""
+    out: list[str] = []
+    if proc.cmd_line is not None:
+        out.append(f"Cmd line: {proc.cmd_line}")
+    if rng is not None:
+        out += [
+            "Build fingerprint: 'mqoe/synth/phone:9/PKQ1.180904.001/V10.2.2.0:user/release'",
+            "ABI: 'arm64'",
+            "Build type: optimized",
+            f"Zygote loaded classes={int(rng.integers(4000, 9000))} post zygote classes=512",
+        ]
+    out.append("")
+    if proc.declared_threads is not None:
+        out.append(f"DALVIK THREADS ({proc.declared_threads}):")
+    for thread in proc.threads:
+        out += _thread_lines(thread, rng)
+        out.append("")
+    return out
+
+
+def _wchan_lines(proc: ProcessDump) -> list[str]:
+    """debuggerd_client's ``get_wchan_data`` layout (``state=`` since Android 14)."""
+    out = [f"----- Waiting Channels: pid {proc.pid} at {proc.time_text} -----"]
+    if proc.cmd_line is not None:
+        out.append(f"Cmd line: {proc.cmd_line}")
+    out.append("")
+    for t in proc.threads:
+        line = f"sysTid={t.sys_tid:<10d}"
+        if t.sched_state is not None:
+            line += f"state={t.sched_state}    "
+        out.append((line + (t.wchan or "")).rstrip())
+    out.append("")
+    if not proc.truncated:
+        out += [f"----- end {proc.pid} -----", ""]
+    return out
 
 
 def _hex(rng: np.random.Generator | None, digits: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -19,20 +20,21 @@ import pandas as pd
 
 from mqoe.analysis.anr.cluster import Clustering, cluster_events, encode, pair_similarity
 from mqoe.analysis.anr.features import (
-    MAX_STACK_FRAMES,
     Features,
     event_features,
-    frame_label,
     normalise_state,
+    stack_functions,
+    stack_labels,
 )
 from mqoe.analysis.anr.graph import CriticalPath, WaitForGraph, blocked_thread
 from mqoe.analysis.anr.model import AnrFile
 from mqoe.analysis.anr.parse import parse_anr_file
+from mqoe.analysis.textio import describe_os_error, list_files
 from mqoe.errors import InputFileError, UserError
 
 FloatArray = npt.NDArray[np.float64]
 
-FAMILIES = ("wam", "lock_contention", "low_memory", "app_defect")
+FAMILIES = ("wam", "lock_contention", "low_memory", "app_defect", "unknown")
 _WAM = re.compile(
     r"fsync|fdatasync|sync_file_range|jbd2|ext4_sync|f2fs_sync|f2fs_issue_flush|discard"
     r"|FileDescriptor\.sync|FileUtils\.sync",
@@ -71,6 +73,9 @@ class EventSummary:
     stack: tuple[str, ...]  # normalised frames of the critical thread(s), top first
     features: Features
     warnings: tuple[tuple[str, int], ...] = ()
+    source: str = "anr_trace"  # AnrFile.source: "anr_trace" | "xcrash_tombstone"
+    stacks_missing: bool = False  # no thread of the app has a stack (AnrFile.stacks_missing)
+    threads_without_stack: int = 0  # in the app process (ProcessDump.threads_without_stack)
 
 
 def family_of(graph: WaitForGraph, walk: CriticalPath) -> str:
@@ -84,10 +89,14 @@ def family_of(graph: WaitForGraph, walk: CriticalPath) -> str:
        than the app, or the first process is itself a system process, as in watchdog
        dumps) and holds or waits for monitors there (lock lines, or a lock edge of the
        path inside that process).
-    4. ``app_defect`` — anything else.
+    4. ``unknown`` — no critical thread has a user-space stack in the dump (waiting
+       channels, thread headers or kernel frames only, or no thread at all): nothing to
+       tell an app defect from anything else. Rules 1–2 still read kernel frames and the
+       wait channel (a thread parked in ``jbd2_log_wait_commit`` is waiting for a sync).
+    5. ``app_defect`` — anything else.
     """
     critical = [graph.thread(node) for node in walk.critical]
-    functions = [f.function for t in critical for f in t.frames[:MAX_STACK_FRAMES]]
+    functions = stack_functions(critical)
     if any(_WAM.search(f) for f in functions):
         return "wam"
     states = [normalise_state(t.state) for t in critical]
@@ -105,6 +114,8 @@ def family_of(graph: WaitForGraph, walk: CriticalPath) -> str:
         )
         if system and locked:
             return "lock_contention"
+    if not any(t.has_stack for t in critical):
+        return "unknown"
     return "app_defect"
 
 
@@ -129,7 +140,7 @@ def summarize(anr: AnrFile) -> EventSummary:
     for node, thread in zip(walk.critical, critical, strict=True):
         if len(critical) > 1:
             stack.append(f"[{graph.process(node).name}/{thread.name}]")
-        stack.extend(frame_label(f) for f in thread.frames[:MAX_STACK_FRAMES])
+        stack.extend(stack_labels(thread))
     app = anr.processes[0]
     return EventSummary(
         file=anr.path,
@@ -148,6 +159,9 @@ def summarize(anr: AnrFile) -> EventSummary:
         stack=tuple(stack),
         features=event_features(graph, walk),
         warnings=tuple(anr.stats.warnings().items()),
+        source=anr.source,
+        stacks_missing=anr.stacks_missing,
+        threads_without_stack=app.threads_without_stack,
     )
 
 
@@ -155,23 +169,29 @@ def summarize(anr: AnrFile) -> EventSummary:
 
 
 def discover_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Files named, and every non-hidden file under directories named (sorted)."""
+    """Files named, and every non-hidden file under folders named (sorted).
+
+    A path that cannot be reached, a folder (or subfolder) that cannot be listed and a
+    folder without files each raise an :class:`~mqoe.errors.InputFileError` naming the
+    path — never a permission error, nor an unreadable folder taken for an empty one.
+    """
     found: list[Path] = []
     for item in map(Path, paths):
-        if item.is_dir():
-            inside = sorted(
-                p
-                for p in item.rglob("*")
-                if p.is_file()
-                and not any(part.startswith(".") for part in p.relative_to(item).parts)
-            )
-            if not inside:
-                raise InputFileError(item, "no files in this directory")
-            found.extend(inside)
-        elif item.exists():
+        try:
+            mode = item.stat().st_mode
+        except OSError as exc:  # EACCES on a parent folder is not "no such file"
+            raise InputFileError(item, describe_os_error(exc)) from None
+        if not stat.S_ISDIR(mode):
             found.append(item)
-        else:
-            raise InputFileError(item, "no such file or directory")
+            continue
+        inside = [
+            p
+            for p in list_files(item)
+            if not any(part.startswith(".") for part in p.relative_to(item).parts)
+        ]
+        if not inside:
+            raise InputFileError(item, "no files in this folder")
+        found.extend(inside)
     return found
 
 
@@ -330,6 +350,9 @@ class AnrReport:
                     "wait_for_length": e.wait_for_length,
                     "path": e.path,
                     "family": e.family,
+                    "source": e.source,
+                    "stacks_missing": e.stacks_missing,
+                    "threads_without_stack": e.threads_without_stack,
                     "cluster": label,
                 }
                 for e, label in zip(self.events, self.clustering.labels.tolist(), strict=True)
@@ -488,6 +511,9 @@ def _events_frame(
             "cluster": labels,
             "similarity_to_representative": rep_similarity,
             "parse_warnings": [sum(n for _, n in e.warnings) for e in events],
+            "source": [e.source for e in events],
+            "stacks_missing": [e.stacks_missing for e in events],
+            "threads_without_stack": [e.threads_without_stack for e in events],
         }
     )
     return frame
