@@ -32,6 +32,8 @@ def test_any_encoding_and_line_end_gives_back_the_lines(
     # One convention per file, as tools write them (CR then LF is CR LF, not two ends).
     text = "".join(line + end for line in lines)
     data = text.encode(codec)
+    if codec in ("utf-16-le", "utf-16-be") and len(text) < 2:
+        return  # one BOM-less UTF-16 character is too little to tell it from UTF-8
     if codec == "utf-16-le" and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return  # a BOM-less file starting with bytes that look like a BOM is ambiguous
     if codec == "utf-16-le" and not all(ord(c) < 256 and c != "\x00" for c in text[:8]):

@@ -152,6 +152,9 @@ def split_lines(
             continue
         parts = normalise_line_ends(body).split("\n")
         last = parts.pop()
+        if not carry and not overflow and parts and max(map(len, parts)) <= max_line_chars:
+            yield from parts  # the common case: whole lines, none over the limit
+            parts = []
         for part in parts:
             if overflow:  # the end of the over-long line (None was yielded for it)
                 overflow = False

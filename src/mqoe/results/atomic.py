@@ -14,10 +14,10 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:  # pandas and pyarrow cost ~1 s to import: only Parquet writes need them
+    import pandas as pd
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
@@ -57,6 +57,9 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 
 def atomic_write_parquet(path: str | Path, df: pd.DataFrame) -> Path:
     """Atomically replace ``path`` with ``df`` as Parquet (pyarrow); the index is dropped."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table = pa.Table.from_pandas(df, preserve_index=False)
     return atomic_write(path, lambda tmp: pq.write_table(table, tmp))
 
