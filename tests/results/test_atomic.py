@@ -108,3 +108,42 @@ def test_killed_write_leaves_old_file(tmp_path: Path) -> None:
     assert len(leftovers) == 1
     assert leftovers[0].name.startswith(".run.parquet.tmp-")
     assert leftovers[0].read_bytes() == NEW[: len(NEW) // 2]
+
+
+def test_ensure_output_dir_names_the_option_for_a_file_and_an_unwritable_place(
+    tmp_path: Path,
+) -> None:
+    from mqoe.errors import UserError
+    from mqoe.results import ensure_output_dir
+
+    afile = tmp_path / "taken"
+    afile.write_text("")
+    with pytest.raises(UserError, match=r"^--csv .*taken: is a file, expected a folder$"):
+        ensure_output_dir(afile, "--csv")
+    with pytest.raises(UserError, match=r"^--plot .*taken/sub: cannot write there"):
+        ensure_output_dir(afile / "sub", "--plot")
+    assert ensure_output_dir(tmp_path / "new" / "deep") == tmp_path / "new" / "deep"
+    assert not list((tmp_path / "new" / "deep").iterdir())  # the write probe is gone
+
+
+def test_ensure_output_dir_inside_an_unreadable_folder_is_one_line() -> None:
+    from tests.unprivileged import run_python_as_nobody, world_dir
+
+    with world_dir() as root:
+        locked = root / "locked"
+        locked.mkdir()
+        locked.chmod(0o000)
+        script = (
+            "from mqoe.results import ensure_output_dir\n"
+            "from mqoe.errors import UserError\n"
+            "try:\n"
+            f"    ensure_output_dir({str(locked / 'out')!r}, '--out')\n"
+            "except UserError as exc:\n"
+            "    print(exc)\n"
+        )
+        result = run_python_as_nobody(script)
+        assert result.returncode == 0, result.stderr
+        assert (
+            result.stdout.strip()
+            == f"--out {locked / 'out'}: cannot write there (Permission denied)"
+        )

@@ -103,9 +103,9 @@ def ensure_output_dir(path: str | Path, option: str = "--out") -> Path:
     from mqoe.errors import UserError
 
     folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise UserError(f"{option} {folder}: is a file, expected a folder")
     try:
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{option} {folder}: is a file, expected a folder")
         folder.mkdir(parents=True, exist_ok=True)
         probe = folder / f".mqoe-write-probe-{os.getpid()}-{secrets.token_hex(4)}"
         probe.write_bytes(b"")
