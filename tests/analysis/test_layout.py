@@ -428,6 +428,7 @@ def test_deep_hierarchies_do_not_recurse(tmp_path: Path) -> None:
     xml = "<hierarchy>" + '<node bounds="[0,0][4,4]" class="android.widget.ImageView">' * depth
     xml += "</node>" * depth + "</hierarchy>"
     layout = load_layout(_write(tmp_path, xml))
+    assert layout.screen == (4, 4)
     stats = overdraw(layout.nodes, layout.screen)
     assert int(stats.depth.max()) == depth
     assert stats.area_by_draws.tolist()[-1] == 16

@@ -27,16 +27,35 @@ paints one layer over its clipped rectangle when it *draws*, is visible and has
 offscreen layer is not counted). Paint order is document (pre-order) order. A drawing
 node's **hidden** pixels are those covered later by an opaque layer: drawn for nothing
 (spec 04's "redundant UI rendering"); a drawing node whose every pixel is hidden is a
-**candidate redundant layer**. The screen is ``--screen`` or, by default, the union of
-the roots' bounds from ``(0, 0)``.
+**candidate redundant layer**.
+
+Screen size (:func:`screen_size`)
+---------------------------------
+The screen is ``--screen`` when given. Otherwise it comes from the dump:
+
+1. **Declared**: Appium UiAutomator2 writes the display's ``width`` and ``height`` on its
+   ``<hierarchy>`` root (``Display.getSize()``: the current rotation's app area). That
+   size is the screen — grown, where a **full-window root** reaches past it, to that
+   root's right/bottom edge: ``getSize()`` leaves the navigation bar out while bounds are
+   clipped to the real display, and a window drawn edge to edge paints those pixels
+   too. When ``rotation`` is 1 or 3 (a quarter turn) and the declared size needs less
+   growing turned than as written, it is turned: it was written in the display's
+   natural orientation.
+2. Else **full-window roots**: the right/bottom extent of the roots whose bounds start
+   at the top-left corner (``left <= 0`` and ``top <= 0``): an activity's decor view,
+   the status bar. A root elsewhere — a dialog's or popup's window, a toast, the
+   keyboard — is a window *on* the screen and says nothing of its size.
+3. Else (a dump of a dialog's window alone, as ``uiautomator dump`` writes when a
+   dialog has the focus) the size is unknown: :func:`analyze_layout` asks for
+   ``--screen`` instead of taking the dialog for the screen.
 
 Formats accepted (:func:`load_layout` tells them apart by content)
 ------------------------------------------------------------------
-* ``uiautomator dump`` XML: a ``<hierarchy>`` root holding nested ``<node>`` elements with
-  a ``bounds="[l,t][r,b]"`` attribute (required), ``class``, ``text``, ``resource-id``
-  and optionally ``visible-to-user``. UTF-8 (or UTF-16 with a BOM, or the encoding the
-  XML declaration names). A ``<!DOCTYPE``/``<!ENTITY`` anywhere is rejected before
-  parsing (so no entity expansion or external entities); other elements are ignored.
+* ``uiautomator dump`` XML: a ``<hierarchy rotation=…>`` root holding nested ``<node>``
+  elements with a ``bounds="[l,t][r,b]"`` attribute (required), ``class``, ``text``,
+  ``resource-id`` and optionally ``visible-to-user``. A ``<!DOCTYPE``/``<!ENTITY``
+  anywhere is rejected before parsing (so no entity expansion or external entities);
+  elements without ``bounds``, ``class`` or a dotted name (wrappers) are ignored.
   uiautomator records no opacity, so whether a node draws is a **heuristic** on its
   class (:data:`DRAWING_CLASSES`, :func:`draws_by_class`): image views, buttons, edit
   texts, compound buttons, progress/seek/rating bars, web/texture views, cards, chips
@@ -44,36 +63,65 @@ Formats accepted (:func:`load_layout` tells them apart by content)
   nothing and no node is opaque. A node may carry the JSON flags as attributes
   (``background``, ``opaque`` = ``true``/``false``; ``alpha``; ``visible``) to override
   the heuristic — uiautomator never writes them, so a dump can be annotated by hand.
+* Appium page source (XML): the same, but each element is named after its class
+  (``<android.widget.FrameLayout …>``). UiAutomator2 (appium-uiautomator2-server) writes
+  ``class`` too — it wins over the name, in which ``$`` became ``.`` — visibility as
+  ``displayed``, and the display on the root (``<hierarchy index="0" class="hierarchy"
+  rotation width height>``); a toast message is an ``android.widget.Toast`` element
+  without ``bounds``, skipped and counted in :attr:`Layout.skipped`. The older
+  UiAutomator1 bootstrap renamed uiautomator's ``<node>`` tags to the class and added
+  ``instance``: read the same way. Espresso's ``visible`` is read as visibility.
+* Selendroid page source, XML: a ``<views>`` root, one element per view named after its
+  simple class, ``value`` (text), ``id``, ``shown`` (``View.isShown``), and the geometry
+  in a ``<rect x y width height>`` first child.
 * JSON: a node object (or a list of root nodes) ``{"class": str, "bounds": [l, t, r, b],
   "opaque": bool, "alpha": 0..1, "visible": bool, "background": bool, "children": [...]}``
   and optionally ``"text"`` and ``"resource-id"``. Only ``bounds`` is required;
   ``background`` (the node paints a layer) is exact when given and falls back to the
   class heuristic when absent; ``opaque`` defaults to false, ``alpha`` to 1, ``visible``
-  to true. Bounds are rounded to whole pixels.
+  to true. Bounds are rounded to whole pixels. Selendroid's JSON source is read too:
+  ``rect`` ``{"origin": {"x", "y"}, "size": {"width", "height"}}`` stands for an absent
+  ``bounds``, and ``type``, ``value``, ``id``, ``shown`` for absent ``class``, ``text``,
+  ``resource-id``, ``visible``.
+
+Bytes and text: gzip-compressed files are read. A byte-order mark decides the encoding
+(UTF-8, UTF-16LE/BE: Windows PowerShell's ``>`` writes UTF-16LE with a BOM and leaves the
+declaration saying UTF-8 — the bytes win); without one, NUL bytes mean UTF-16 (every
+dump begins with an ASCII character); then an XML declaration naming an ASCII-compatible
+encoding (Latin-1, cp1252 …); else UTF-8. LF, CRLF, CR and CR CR LF each end one line,
+so line numbers in errors are an editor's.
 
 Anything else is an :class:`~mqoe.errors.InputFileError` naming the file and the line
-(XML/JSON syntax) or the node (``node #12`` in document order; ``node 0/3/1`` as child
-indices in JSON). Files over :data:`MAX_FILE_BYTES` or with more than :data:`MAX_NODES`
-nodes are refused: no phone screen holds that many views.
+(XML: the element's; JSON: the syntax error's) and the node (``node #12`` in document
+order; ``node 0/3/1`` as child indices in JSON). Files over :data:`MAX_FILE_BYTES` or
+with more than :data:`MAX_NODES` nodes are refused: no phone screen holds that many views.
 """
 
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
 import math
 import re
-import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from xml.parsers import expat
 from xml.sax.saxutils import escape
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from mqoe.analysis.textio import (
+    describe_os_error,
+    normalise_line_ends,
+    open_input,
+    sniff_encoding,
+)
 from mqoe.errors import InputFileError, UserError
 
 IntArray = npt.NDArray[np.int64]
@@ -162,9 +210,11 @@ class Layout:
 
     name: str
     nodes: tuple[ViewNode, ...]
-    screen: tuple[int, int]  # width, height in px: the roots' right/bottom edges
-    format: str  # "uiautomator-xml" or "json"
+    screen: tuple[int, int] | None  # width, height in px (module docstring); None: unknown
+    format: str  # uiautomator-xml, appium-xml, selendroid-xml, json or selendroid-json
     guessed: int = 0  # nodes without a drawing flag: draws_by_class() decided
+    skipped: int = 0  # elements without geometry (Appium's toast messages)
+    screen_source: str = ""  # how the screen was found: see screen_size()
 
 
 # -- overdraw -------------------------------------------------------------------------
@@ -396,11 +446,15 @@ class LayoutReport:
             "file": self.layout.name,
             "format": self.layout.format,
             "drawing_guessed_nodes": self.layout.guessed,
+            "skipped_elements": self.layout.skipped,
             "nodes": len(self.layout.nodes),
             "depth": int(s.depth.max(initial=0)),
             "drawing_layers": s.drawing_layers,
             "screen_w_px": s.screen[0],
             "screen_h_px": s.screen[1],
+            "screen_source": (
+                self.layout.screen_source if s.screen == self.layout.screen else "given"
+            ),
             "pixels_drawn": s.pixels_drawn,
             "mean_overdraw": s.mean_overdraw,
             "max_draws": s.max_draws,
@@ -477,8 +531,16 @@ class LayoutReport:
 
 
 def analyze_layout(layout: Layout, screen: tuple[int, int] | None = None) -> LayoutReport:
-    """Overdraw of a parsed layout on its own screen, or on ``screen`` = (width, height)."""
+    """Overdraw of a parsed layout on its own screen, or on ``screen`` = (width, height)
+    px. A limit met on the way (a hierarchy too complex) is an error naming the file."""
     if screen is None:
+        if layout.screen is None:
+            raise InputFileError(
+                layout.name,
+                "the dump does not say its screen size (no width/height, and no full-window "
+                "root at the top-left corner: only windows such as a dialog): "
+                "give the screen size: --screen WxH",
+            )
         width, height = screen = layout.screen
         if not (0 < width <= MAX_SCREEN_PX and 0 < height <= MAX_SCREEN_PX):
             raise InputFileError(
@@ -486,7 +548,13 @@ def analyze_layout(layout: Layout, screen: tuple[int, int] | None = None) -> Lay
                 f"the roots' bounds give a {width}x{height} screen: not plausible "
                 "(give the screen size: --screen WxH)",
             )
-    return LayoutReport(layout, overdraw(layout.nodes, screen))
+    try:
+        stats = overdraw(layout.nodes, screen)
+    except InputFileError:
+        raise
+    except UserError as error:
+        raise InputFileError(layout.name, str(error)) from None
+    return LayoutReport(layout, stats)
 
 
 # -- parsing --------------------------------------------------------------------------
@@ -494,7 +562,12 @@ def analyze_layout(layout: Layout, screen: tuple[int, int] | None = None) -> Lay
 _BOUNDS = re.compile(r"\s*\[(-?\d{1,8}),(-?\d{1,8})\]\[(-?\d{1,8}),(-?\d{1,8})\]\s*")
 _DOCTYPE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 _XML_ENCODING = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:-]{1,40})["']""")
+_PIXELS = re.compile(r"\s*(-?\d{1,8})\s*")
 _TRUE_FALSE = {"true": True, "false": False}
+_TOAST = "android.widget.Toast"  # Appium's toast messages: a root child without bounds
+#: Attributes that say whether a view is shown: uiautomator's, Appium UiAutomator2's
+#: (``isVisibleToUser``), Appium Espresso's and mqoe's, Selendroid's (``View.isShown``).
+_VISIBILITY = ("visible-to-user", "displayed", "visible")
 
 
 def load_layout(
@@ -502,18 +575,24 @@ def load_layout(
     fmt: LayoutFormat = "auto",
     progress: Callable[[float], None] | None = None,
 ) -> Layout:
-    """Read a ``uiautomator dump`` XML or JSON hierarchy (see the module docstring)."""
-    path = Path(path)
+    """Read a view-hierarchy dump (see the module docstring), gzip-compressed or not.
+
+    At most :data:`MAX_FILE_BYTES` (+1) bytes are read, whatever ``stat`` says: a pipe or
+    a device such as ``/dev/zero`` is refused at the limit instead of filling memory.
+    """
+    stream, raw, _ = open_input(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputFileError(
-                path,
-                f"{size:,} bytes is larger than any view-hierarchy dump (limit {MAX_FILE_BYTES:,})",
-            )
-        data = path.read_bytes()
+        data = stream.read(MAX_FILE_BYTES + 1)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise InputFileError(path, f"a broken gzip file ({error})") from None
     except OSError as error:
-        raise InputFileError(path, f"cannot read: {error.strerror or error}") from None
+        raise InputFileError(path, describe_os_error(error)) from None
+    finally:
+        raw.close()
+    if len(data) > MAX_FILE_BYTES:
+        raise InputFileError(
+            path, f"larger than {MAX_FILE_BYTES:,} bytes: no view-hierarchy dump is that large"
+        )
     return parse_layout(data, str(path), fmt, progress)
 
 
@@ -534,165 +613,318 @@ def parse_layout(
         elif head in ("{", "["):
             fmt = "json"
         elif not head:
-            raise InputFileError(name, "empty file: expected uiautomator XML or JSON")
+            raise InputFileError(name, "empty file: expected an XML or JSON view hierarchy")
         else:
-            raise InputFileError(name, "neither uiautomator XML ('<…') nor JSON ('{…' or '[…')")
-    guessed: list[int] = [0]
-    if fmt == "xml":
-        nodes = _parse_xml(text, name, progress, guessed)
-        kind = "uiautomator-xml"
-    else:
-        nodes = _parse_json(text, name, guessed)
-        kind = "json"
-    if not nodes:
+            raise InputFileError(name, "neither XML ('<…') nor JSON ('{…' or '[…')")
+    found = _parse_xml(text, name, progress) if fmt == "xml" else _parse_json(text, name)
+    if not found.nodes:
         raise InputFileError(name, "the hierarchy holds no nodes")
-    roots = [n.bounds for n in nodes if n.parent < 0]
-    screen = (max(b[2] for b in roots), max(b[3] for b in roots))
-    return Layout(name, tuple(nodes), screen, kind, guessed[0])
+    roots = [n.bounds for n in found.nodes if n.parent < 0]
+    screen, source = screen_size(roots, found.declared, found.rotation)
+    return Layout(
+        name, tuple(found.nodes), screen, found.kind, found.guessed, found.skipped, source
+    )
+
+
+def screen_size(
+    roots: Sequence[tuple[int, int, int, int]],
+    declared: tuple[int, int] | None = None,
+    rotation: int | None = None,
+) -> tuple[tuple[int, int] | None, str]:
+    """The screen (width, height px) a dump covers, and where it came from (the rule in
+    the module docstring): the ``declared`` size, turned a quarter when ``rotation`` is
+    odd and the windows say so, grown to the full-window ``roots``; else those roots'
+    extent; else ``(None, "unknown")``."""
+    full = [b for b in roots if b[0] <= 0 and b[1] <= 0]
+    extent = (max(b[2] for b in full), max(b[3] for b in full)) if full else None
+    if declared is None:
+        return (extent, "full-window roots") if extent else (None, "unknown")
+    if extent is None:
+        return declared, "declared"
+    candidates = [declared]
+    if rotation in (1, 3):
+        candidates.append((declared[1], declared[0]))
+
+    def grown(size: tuple[int, int]) -> int:
+        return max(size[0], extent[0]) * max(size[1], extent[1]) - size[0] * size[1]
+
+    best = min(candidates, key=grown)  # ties keep the size as declared
+    screen = (max(best[0], extent[0]), max(best[1], extent[1]))
+    source = "declared" if best == declared else "declared, turned"
+    return screen, source if screen == best else source + ", grown to the windows"
 
 
 def _decode(data: bytes, name: str) -> str:
-    """Bytes → text: a BOM or UTF-16 pattern wins, then an XML encoding declaration, then
-    UTF-8."""
-    if data.startswith(codecs.BOM_UTF8):
-        encoding, data = "utf-8", data[3:]
-    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        encoding = "utf-16"
-    elif data.startswith(b"<\x00"):
-        encoding = "utf-16-le"
-    elif data.startswith(b"\x00<"):
-        encoding = "utf-16-be"
-    else:
-        declared = _XML_ENCODING.match(data[:200])
-        encoding = declared.group(1).decode("ascii").lower() if declared else "utf-8"
-        try:
-            if codecs.lookup(encoding).name not in _ASCII_COMPATIBLE:
-                raise LookupError(encoding)
-        except LookupError:
-            raise InputFileError(name, f"unsupported encoding {encoding!r}", line=1) from None
+    """Bytes → text with LF line ends. A BOM wins; then NUL bytes (a dump begins with an
+    ASCII character, so a NUL beside it means UTF-16 without a BOM); then an XML
+    declaration naming an ASCII-compatible encoding; then UTF-8. A declaration naming
+    UTF-16/32 on bytes without NULs is ignored (the file was re-saved as UTF-8): the
+    bytes win."""
+    codec, skip = sniff_encoding(data[:512])
+    if skip == 0 and codec == "utf-8":
+        if len(data) >= 2 and data[0] and not data[1]:
+            codec = "utf-16-le"
+        elif len(data) >= 2 and data[1] and not data[0]:
+            codec = "utf-16-be"
+        else:
+            codec = _declared_encoding(data, name)
     try:
-        return data.decode(encoding)
+        text = data[skip:].decode(codec)
     except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise InputFileError(name, f"not valid {encoding} text ({error.reason})", line) from None
+        before = data[skip : skip + error.start].decode(codec, errors="replace")
+        line = normalise_line_ends(before).count("\n") + 1
+        raise InputFileError(name, f"not valid {codec} text ({error.reason})", line) from None
+    return normalise_line_ends(text)
 
 
-_ASCII_COMPATIBLE = {"utf-8", "ascii", "latin-1", "iso8859-1", "iso8859-15", "cp1252"}
+def _declared_encoding(data: bytes, name: str) -> str:
+    declared = _XML_ENCODING.match(data[:200])
+    if declared is None:
+        return "utf-8"
+    label = declared.group(1).decode("ascii")
+    try:
+        codec = codecs.lookup(label).name
+    except LookupError:
+        raise InputFileError(name, f"unsupported encoding {label!r}", line=1) from None
+    if codec.startswith(("utf-16", "utf-32", "utf_16", "utf_32")):
+        return "utf-8"
+    try:
+        compatible = "<?xml encoding=''?>".encode(codec) == b"<?xml encoding=''?>"
+    except (UnicodeError, LookupError):
+        compatible = False
+    if not compatible:
+        raise InputFileError(name, f"unsupported encoding {label!r}", line=1)
+    return codec
 
 
-class _UiautomatorTarget:
-    """ElementTree parser target: builds :class:`ViewNode` from ``<node>`` start tags,
-    streaming (no element tree is kept)."""
+@dataclass
+class _Found:
+    """What a parser found: nodes and what the dump says about its screen."""
 
-    def __init__(self, name: str, guessed: list[int]) -> None:
-        self.name = name
-        self.guessed = guessed
-        self.nodes: list[ViewNode] = []
-        self.open: list[int] = []  # indices of the enclosing <node> elements
-        self.root: str | None = None
+    nodes: list[ViewNode] = field(default_factory=list)
+    kind: str = ""
+    guessed: int = 0
+    skipped: int = 0
+    declared: tuple[int, int] | None = None
+    rotation: int | None = None
+
+
+class _Bad(Exception):
+    """A malformed element; the parser adds the line it is on."""
+
+
+@dataclass
+class _Pending:
+    """A Selendroid view whose geometry (its ``<rect>`` child) has not been seen yet."""
+
+    tag: str
+    attrib: dict[str, str]
+    bounds: tuple[int, int, int, int] | None = None
+
+
+class _XmlReader:
+    """pyexpat handlers building :class:`ViewNode` from start tags, streaming (no element
+    tree is kept). Dialects, told apart by the root element:
+
+    * ``<hierarchy>`` (uiautomator, Appium): a view is a ``<node>`` (uiautomator) or an
+      element named after its class (Appium), with ``bounds``; other elements without
+      ``bounds``, ``class`` or a dotted tag (wrappers) are ignored. Appium UiAutomator2's
+      root states the display: ``width``, ``height``, ``rotation``.
+    * ``<views>`` (Selendroid): every element is a view, its geometry a ``<rect>`` child.
+    * a bare ``<node>`` (or any element with ``bounds``) as the root: a single tree.
+    """
+
+    def __init__(self, found: _Found) -> None:
+        self.found = found
+        self.nodes = found.nodes
+        self.stack: list[int | _Pending | None] = []  # per open element
+        self.dialect = ""
+        self.skip_depth = 0  # > 0 inside a skipped subtree (a toast)
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
-        if self.root is None:
-            self.root = tag
-            if tag not in ("hierarchy", "node"):
-                raise InputFileError(
-                    self.name, f"root element <{tag[:40]}>: expected a uiautomator <hierarchy>"
-                )
-        if tag != "node":
-            return
-        index = len(self.nodes)
-        if index >= MAX_NODES:
-            raise InputFileError(self.name, f"more than {MAX_NODES:,} nodes")
-        self.nodes.append(self._node(index, attrib))
-        self.open.append(index)
+        if self.skip_depth:
+            self.skip_depth += 1
+        elif not self.dialect:
+            self._root(tag, attrib)
+        elif self.dialect == "selendroid":
+            self._selendroid(tag, attrib)
+        elif tag == "node" or "bounds" in attrib or "class" in attrib or "." in tag:
+            if "bounds" not in attrib and attrib.get("class", tag) == _TOAST:
+                self.found.skipped += 1
+                self.skip_depth = 1
+                return
+            self.stack.append(self._new_node(tag, attrib, None, self._parent()))
+        else:
+            self.stack.append(None)
 
     def end(self, tag: str) -> None:
-        if tag == "node":
-            self.open.pop()
+        if self.skip_depth:
+            self.skip_depth -= 1
+            return
+        top = self.stack.pop()
+        if isinstance(top, _Pending):
+            self._new_node(top.tag, top.attrib, top, self._parent())
 
-    def data(self, text: str) -> None:
-        pass
+    def _root(self, tag: str, attrib: dict[str, str]) -> None:
+        if tag == "hierarchy":
+            self.dialect = "hierarchy"
+            self._display(attrib)
+            self.stack.append(None)
+        elif tag == "views":
+            self.dialect = "selendroid"
+            self.stack.append(None)
+        elif tag == "node" or "bounds" in attrib:
+            self.dialect = "hierarchy"
+            self.stack.append(self._new_node(tag, attrib, None, -1))
+        else:
+            raise _Bad(
+                f"root element <{tag[:40]}>: expected a uiautomator or Appium <hierarchy>, "
+                "or a Selendroid <views>"
+            )
 
-    def close(self) -> None:
-        pass
+    def _display(self, attrib: Mapping[str, str]) -> None:
+        """Appium UiAutomator2's ``Display.getSize()`` (width, height) and rotation."""
+        if "width" in attrib or "height" in attrib:
+            sizes = [_PIXELS.fullmatch(attrib.get(key, "")) for key in ("width", "height")]
+            if sizes[0] is None or sizes[1] is None:
+                got = " ".join(f"{k}={attrib.get(k, '')[:12]!r}" for k in ("width", "height"))
+                raise _Bad(f"<hierarchy {got}>: expected whole pixels")
+            width, height = int(sizes[0].group(1)), int(sizes[1].group(1))
+            if 0 < width <= MAX_SCREEN_PX and 0 < height <= MAX_SCREEN_PX:
+                self.found.declared = (width, height)
+        rotation = _PIXELS.fullmatch(attrib.get("rotation", ""))
+        if rotation is not None and 0 <= int(rotation.group(1)) <= 3:
+            self.found.rotation = int(rotation.group(1))
 
-    def _node(self, index: int, attrib: Mapping[str, str]) -> ViewNode:
-        cls = attrib.get("class", "") or "android.view.View"
+    def _selendroid(self, tag: str, attrib: dict[str, str]) -> None:
+        if tag != "rect":
+            self._parent()  # a child view: its parent's geometry is complete, add it
+            self.stack.append(_Pending(tag, dict(attrib)))
+            return
+        top = self.stack[-1] if self.stack else None
+        if not isinstance(top, _Pending) or top.bounds is not None:
+            raise _Bad("a <rect> that is not the first child of a view")
+        values = [_PIXELS.fullmatch(attrib.get(k, "")) for k in ("x", "y", "width", "height")]
+        if any(v is None for v in values):
+            got = " ".join(f"{k}={attrib.get(k, '')[:12]!r}" for k in ("x", "y", "width", "height"))
+            raise _Bad(f"<rect {got}>: expected whole pixels")
+        x, y, width, height = (int(v.group(1)) for v in values if v is not None)
+        top.bounds = (x, y, x + width, y + height)
+        self.stack.append(None)
+
+    def _parent(self, below: int | None = None) -> int:
+        """The index of the nearest view enclosing stack position ``below`` (default: the
+        top); a pending Selendroid view found on the way is added now, as its geometry
+        is complete once a child begins."""
+        for depth in range(len(self.stack) if below is None else below, 0, -1):
+            entry = self.stack[depth - 1]
+            if isinstance(entry, _Pending):
+                index = self._new_node(entry.tag, entry.attrib, entry, self._parent(depth - 1))
+                self.stack[depth - 1] = index
+                return index
+            if entry is not None:
+                return entry
+        return -1
+
+    def _new_node(
+        self, tag: str, attrib: Mapping[str, str], pending: _Pending | None, parent: int
+    ) -> int:
+        index = len(self.nodes)
+        if index >= MAX_NODES:
+            raise _Bad(f"more than {MAX_NODES:,} nodes")
+        selendroid = self.dialect == "selendroid"
+        cls = attrib.get("class", "") or ("" if tag == "node" else tag) or "android.view.View"
         where = f"node #{index} ({cls[:60]})"
-        raw = attrib.get("bounds")
-        match = _BOUNDS.fullmatch(raw) if raw is not None else None
-        if match is None:
-            got = "missing" if raw is None else repr(raw[:60])
-            raise InputFileError(self.name, f"{where}: bounds {got}, expected '[l,t][r,b]'")
-        left, top, right, bottom = (int(g) for g in match.groups())
-        text = attrib.get("text", "")
-        self.guessed[0] += "background" not in attrib
-        draws = self._flag(attrib, "background", where, draws_by_class(cls, text))
-        visible = self._flag(attrib, "visible", where, True)
-        visible = visible and self._flag(attrib, "visible-to-user", where, True)
-        alpha = 1.0
-        if "alpha" in attrib:
-            alpha = _alpha(attrib["alpha"], lambda what: InputFileError(self.name, where + what))
-        return ViewNode(
-            cls=cls,
-            bounds=(left, top, right, bottom),
-            parent=self.open[-1] if self.open else -1,
-            draws=draws,
-            opaque=self._flag(attrib, "opaque", where, False),
-            alpha=alpha,
-            visible=visible,
-            text=text,
-            resource_id=attrib.get("resource-id", ""),
+        if pending is None:
+            bounds = _xml_bounds(attrib.get("bounds"), where)
+        elif pending.bounds is None:
+            raise _Bad(f"{where}: no <rect> child giving its geometry")
+        else:
+            bounds = pending.bounds
+        text = attrib.get("value" if selendroid else "text", "")
+        self.found.guessed += not attrib.get("background", "")
+        visible = True
+        for key in ("shown",) if selendroid else _VISIBILITY:
+            visible = _flag(attrib, key, where, True) and visible
+        alpha = _alpha(attrib["alpha"], where, _Bad) if attrib.get("alpha", "") else 1.0
+        self.nodes.append(
+            ViewNode(
+                cls=cls,
+                bounds=bounds,
+                parent=parent,
+                draws=_flag(attrib, "background", where, draws_by_class(cls, text)),
+                opaque=_flag(attrib, "opaque", where, False),
+                alpha=alpha,
+                visible=visible,
+                text=text,
+                resource_id=attrib.get("id" if selendroid else "resource-id", ""),
+            )
         )
-
-    def _flag(self, attrib: Mapping[str, str], key: str, where: str, default: bool) -> bool:
-        if key not in attrib:
-            return default
-        value = _TRUE_FALSE.get(attrib[key].strip().lower())
-        if value is None:
-            raise InputFileError(self.name, f"{where}: {key}={attrib[key][:20]!r}, expected a bool")
-        return value
+        if not self.found.kind:
+            kind = "selendroid" if selendroid else "uiautomator" if tag == "node" else "appium"
+            self.found.kind = kind + "-xml"
+        return index
 
 
-def _alpha(value: object, error: Callable[[str], InputFileError]) -> float:
+def _xml_bounds(raw: str | None, where: str) -> tuple[int, int, int, int]:
+    match = _BOUNDS.fullmatch(raw) if raw is not None else None
+    if match is None:
+        got = "missing" if raw is None else repr(raw[:60])
+        raise _Bad(f"{where}: bounds {got}, expected '[l,t][r,b]'")
+    left, top, right, bottom = map(int, match.groups())
+    return left, top, right, bottom
+
+
+def _flag(attrib: Mapping[str, str], key: str, where: str, default: bool) -> bool:
+    """A true/false attribute; absent or empty (Selendroid's ``optString`` of a missing
+    value) is the default."""
+    raw = attrib.get(key, "")
+    if not raw:
+        return default
+    value = _TRUE_FALSE.get(raw.strip().lower())
+    if value is None:
+        raise _Bad(f"{where}: {key}={raw[:20]!r}, expected true or false")
+    return value
+
+
+def _alpha(value: object, where: str, error: Callable[[str], Exception]) -> float:
     try:
         alpha = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise error(f": alpha {str(value)[:20]!r} is not a number") from None
+        raise error(f"{where}: alpha {str(value)[:20]!r} is not a number") from None
     if isinstance(value, bool) or not 0.0 <= alpha <= 1.0:
-        raise error(f": alpha {str(value)[:20]!r}, expected a number in [0, 1]")
+        raise error(f"{where}: alpha {str(value)[:20]!r}, expected a number in [0, 1]")
     return alpha
 
 
-def _parse_xml(
-    text: str, name: str, progress: Callable[[float], None] | None, guessed: list[int]
-) -> list[ViewNode]:
+def _parse_xml(text: str, name: str, progress: Callable[[float], None] | None) -> _Found:
     # Without a DOCTYPE there can be no entity declarations, so no entity expansion and
     # no external entities: reject one before the parser sees a byte (defusedxml's rule).
     found = _DOCTYPE.search(text)
     if found:
         line = text.count("\n", 0, found.start()) + 1
         raise InputFileError(name, "DOCTYPE/ENTITY declarations are not accepted", line)
-    target = _UiautomatorTarget(name, guessed)
-    parser = ET.XMLParser(target=target)
+    result = _Found()
+    reader = _XmlReader(result)
+    parser = expat.ParserCreate()
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
     step = 1 << 20
     try:
         for start in range(0, len(text), step):
-            parser.feed(text[start : start + step])
+            parser.Parse(text[start : start + step], False)
             if progress is not None:
                 progress(min(1.0, (start + step) / len(text)))
-        parser.close()
-    except ET.ParseError as error:
-        line = error.position[0] if error.position else None
-        raise InputFileError(name, f"malformed XML ({_reason(error)})", line) from None
-    return target.nodes
+        parser.Parse("", True)
+    except expat.ExpatError as error:
+        reason = expat.errors.messages.get(error.code, "syntax error")
+        raise InputFileError(name, f"malformed XML ({reason})", error.lineno) from None
+    except _Bad as error:
+        raise InputFileError(name, str(error), parser.CurrentLineNumber) from None
+    return result
 
 
-def _reason(error: ET.ParseError) -> str:
-    return str(error).split(":", 1)[0]
-
-
-def _parse_json(text: str, name: str, guessed: list[int]) -> list[ViewNode]:
+def _parse_json(text: str, name: str) -> _Found:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
@@ -702,8 +934,10 @@ def _parse_json(text: str, name: str, guessed: list[int]) -> list[ViewNode]:
     except ValueError as error:  # e.g. an integer with thousands of digits
         raise InputFileError(name, f"invalid JSON ({str(error)[:80]})") from None
     roots = document if isinstance(document, list) else [document]
-    nodes: list[ViewNode] = []
-    # (object, parent index, path) — an explicit stack, so depth cannot overflow Python's
+    found = _Found(kind="json")
+    nodes = found.nodes
+    # (object, parent index, position among siblings): an explicit stack, so depth cannot
+    # overflow Python's
     positions: list[int] = []  # each node's index among its siblings, for error paths
     stack: list[tuple[Any, int, int]] = [(r, -1, i) for i, r in reversed(list(enumerate(roots)))]
     while stack:
@@ -711,12 +945,14 @@ def _parse_json(text: str, name: str, guessed: list[int]) -> list[ViewNode]:
         if len(nodes) >= MAX_NODES:
             raise InputFileError(name, f"more than {MAX_NODES:,} nodes")
         where = "node " + _json_path(nodes, positions, parent, position)
-        node, children = _json_node(obj, parent, where, name)
-        guessed[0] += isinstance(obj, dict) and "background" not in obj
+        node, children, selendroid = _json_node(obj, parent, where, name)
+        found.guessed += "background" not in obj
+        if not nodes and selendroid:
+            found.kind = "selendroid-json"
         nodes.append(node)
         positions.append(position)
         stack.extend((children[i], len(nodes) - 1, i) for i in range(len(children) - 1, -1, -1))
-    return nodes
+    return found
 
 
 def _json_path(nodes: list[ViewNode], positions: list[int], parent: int, position: int) -> str:
@@ -730,32 +966,41 @@ def _json_path(nodes: list[ViewNode], positions: list[int], parent: int, positio
     return "/".join(reversed(parts))
 
 
-def _json_node(obj: Any, parent: int, where: str, name: str) -> tuple[ViewNode, list[Any]]:
+def _json_node(obj: Any, parent: int, where: str, name: str) -> tuple[ViewNode, list[Any], bool]:
+    """One node; Selendroid's keys stand in for absent ones (``rect`` for ``bounds``,
+    ``type``, ``value``, ``id``, ``shown`` for ``class``, ``text``, ``resource-id``,
+    ``visible``). The flag says whether the geometry came from a Selendroid ``rect``."""
+
     def fail(what: str) -> InputFileError:
         return InputFileError(name, where + what)
 
     if not isinstance(obj, dict):
         raise fail(f": expected an object, got {type(obj).__name__}")
-    bounds = obj.get("bounds")
+    selendroid = "bounds" not in obj and "rect" in obj
+    bounds = _selendroid_rect(obj["rect"]) if selendroid else obj.get("bounds")
     if not (isinstance(bounds, list) and len(bounds) == 4 and all(map(_is_coord, bounds))):
+        if selendroid:
+            raise fail(": 'rect' must be {origin: {x, y}, size: {width, height}} numbers")
         raise fail(": 'bounds' must be [left, top, right, bottom] numbers")
-    cls = obj.get("class", "android.view.View")
-    text = obj.get("text", "")
-    resource_id = obj.get("resource-id", "")
+    cls = _string_or(obj, "class", "type", "android.view.View")
+    text = _string_or(obj, "text", "value", "")
+    resource_id = _string_or(obj, "resource-id", "id", "")
     for key, value in (("class", cls), ("text", text), ("resource-id", resource_id)):
         if not isinstance(value, str):
             raise fail(f": {key!r} must be a string")
     flags: dict[str, bool] = {}
-    for key, default in (
-        ("background", draws_by_class(cls, text)),
-        ("opaque", False),
-        ("visible", True),
+    for flag, key, default in (
+        ("background", "background", draws_by_class(cls, text)),
+        ("opaque", "opaque", False),
+        ("visible", "visible" if "visible" in obj else "shown", True),
     ):
         value = obj.get(key, default)
         if not isinstance(value, bool):
             raise fail(f": {key!r} must be true or false")
-        flags[key] = value
-    alpha = _alpha(obj["alpha"], fail) if "alpha" in obj else 1.0
+        flags[flag] = value
+    alpha = 1.0
+    if "alpha" in obj:
+        alpha = _alpha(obj["alpha"], where, lambda what: InputFileError(name, what))
     children = obj.get("children", [])
     if not isinstance(children, list):
         raise fail(": 'children' must be a list")
@@ -771,7 +1016,28 @@ def _json_node(obj: Any, parent: int, where: str, name: str) -> tuple[ViewNode, 
         text=text,
         resource_id=resource_id,
     )
-    return node, children
+    return node, children, selendroid
+
+
+def _string_or(obj: dict[str, Any], key: str, alias: str, default: str) -> Any:
+    """``obj[key]`` (any type, checked by the caller); else a string ``obj[alias]``; else
+    ``default``."""
+    if key in obj:
+        return obj[key]
+    value = obj.get(alias)
+    return value if isinstance(value, str) else default
+
+
+def _selendroid_rect(rect: Any) -> list[Any] | None:
+    """Selendroid's ``{"origin": {"x", "y"}, "size": {"width", "height"}}`` → bounds."""
+    try:
+        x, y = rect["origin"]["x"], rect["origin"]["y"]
+        width, height = rect["size"]["width"], rect["size"]["height"]
+    except (TypeError, KeyError):
+        return None
+    if not all(map(_is_coord, (x, y, width, height))):
+        return None
+    return [x, y, x + width, y + height]
 
 
 def _is_coord(value: object) -> bool:

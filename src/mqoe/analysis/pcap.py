@@ -16,6 +16,17 @@ Files accepted
 * IPv4 (options allowed) and IPv6 (hop-by-hop, routing, destination-options and AH
   extension headers), TCP. Checksums are not verified: a capture taken on the sending
   host holds offloaded, not-yet-computed checksums.
+* lengths: a segment's payload is what the IP header says (IPv4 Total Length, IPv6
+  Payload Length) less the IP and TCP headers — not what the capture kept — so Ethernet
+  padding is not payload and a payload cut by the snap length still counts. Packets
+  captured on the sender before segmentation carry 0 there: TSO/GSO super-packets, and
+  Linux BIG TCP packets over 64 KiB, which cannot hold their length in 16 bits (IPv4
+  Total Length 0; IPv6 Payload Length 0, with no Jumbo Payload option in recent kernels'
+  packets). Their length is the frame's on the wire: the record's original length,
+  not its captured length (tcpdump's "presumed TSO / BIG TCP"). An IPv6 jumbogram's
+  length is its Hop-by-Hop Jumbo Payload option's (RFC 2675). A length beyond the frame
+  on the wire is ``corrupt_header``. MPTCP subflows are TCP connections of their own,
+  their options skipped with the rest by the TCP data offset.
 
 The container is framed by hand, not with ``dpkt``'s readers: those read a length taken
 straight from the file (a negative or huge one reads the rest of the file into memory),
@@ -81,6 +92,7 @@ from typing import IO, Any, Literal
 import numpy as np
 import pandas as pd
 
+from mqoe.analysis.textio import describe_os_error, open_binary
 from mqoe.errors import InputFileError, UserError
 
 MAX_RECORD_BYTES = 16 * 1024 * 1024  # far above any snap length (tcpdump's is 262,144)
@@ -427,9 +439,9 @@ def _ipv4(buf: bytes, at: int, wirelen: int, short: str) -> _Segment | str:
         return "ip_fragment"
     if buf[at + 9] != 6:
         return "non_tcp"
-    if total == 0 and wirelen == size:  # TSO/GRO super-packets may carry 0 here
-        total = size - at
-    if ihl < 20 or total < ihl + 20 or at + total > max(wirelen, size):
+    if total == 0:  # a TSO/BIG TCP super-packet: its length is the frame's, on the wire
+        total = wirelen - at
+    if ihl < 20 or total < ihl + 20 or at + total > wirelen:
         return "corrupt_header"
     return _tcp(buf, at + ihl, at + total, buf[at + 12 : at + 16], buf[at + 16 : at + 20], short)
 
@@ -441,12 +453,15 @@ def _ipv6(buf: bytes, at: int, wirelen: int, short: str) -> _Segment | str:
     if buf[at] >> 4 != 6:
         return "corrupt_header"
     length = buf[at + 4] << 8 | buf[at + 5]
-    if length == 0 and wirelen == size:  # jumbogram or offload: the packet's own size
-        length = size - at - 40
-    end = at + 40 + length
-    if end > max(wirelen, size):
-        return "corrupt_header"
     header, p = buf[at + 6], at + 40
+    if length == 0:  # a jumbogram, or a BIG TCP / offload super-packet
+        jumbo = _jumbo_length(buf, p) if header == 0 else None
+        if jumbo is None and header == 0 and size < p + 2:
+            return short
+        length = wirelen - p if jumbo is None else jumbo
+    end = p + length
+    if end > wirelen:
+        return "corrupt_header"
     for _ in range(8):
         if header == 6:
             return _tcp(buf, p, end, buf[at + 8 : at + 24], buf[at + 24 : at + 40], short)
@@ -461,6 +476,28 @@ def _ipv6(buf: bytes, at: int, wirelen: int, short: str) -> _Segment | str:
         if p > end:
             return "corrupt_header"
     return "corrupt_header"
+
+
+def _jumbo_length(buf: bytes, at: int) -> int | None:
+    """The Jumbo Payload Length (RFC 2675: option 0xC2, 4 bytes, in a Hop-by-Hop header
+    at ``at``): the bytes after the IPv6 header, extension headers included; None if
+    the captured header holds no such option."""
+    if len(buf) < at + 2:
+        return None
+    end = min(len(buf), at + (buf[at + 1] + 1) * 8)
+    p = at + 2
+    while p < end:
+        kind = buf[p]
+        if kind == 0:  # Pad1: a lone byte
+            p += 1
+            continue
+        if p + 2 > end:
+            return None
+        size = buf[p + 1]
+        if kind == 0xC2 and size == 4 and p + 6 <= end:
+            return int.from_bytes(buf[p + 2 : p + 6], "big")
+        p += 2 + size
+    return None
 
 
 def _tcp(buf: bytes, at: int, end: int, src: bytes, dst: bytes, short: str) -> _Segment | str:
@@ -688,30 +725,31 @@ class _Tracker:
                     }
                 )
             )
-        flows = pd.DataFrame(rows, columns=_FLOW_COLUMNS)
+        flows = pd.DataFrame(rows, columns=list(_FLOW_COLUMNS)).astype(_FLOW_COLUMNS)
         frames = [s for s in series if len(s)]
         empty = pd.DataFrame({c: pd.Series(dtype=d) for c, d in _SERIES_COLUMNS.items()})
         return flows, pd.concat(frames, ignore_index=True) if frames else empty
 
 
-_FLOW_COLUMNS = [
-    "flow",
-    "src",
-    "sport",
-    "dst",
-    "dport",
-    "label",
-    "syn_seen",
-    "first_s",
-    "last_s",
-    "duration_s",
-    "bytes_received",
-    "payload_bytes",
-    "retransmitted_bytes",
-    "missed_bytes",
-    "seq_wraps",
-    "mean_throughput_mbps",
-]
+# Types given explicitly, so a capture without flows still has typed (empty) columns.
+_FLOW_COLUMNS = {
+    "flow": "int64",
+    "src": "str",
+    "sport": "int64",
+    "dst": "str",
+    "dport": "int64",
+    "label": "str",
+    "syn_seen": "bool",
+    "first_s": "float64",
+    "last_s": "float64",
+    "duration_s": "float64",
+    "bytes_received": "int64",
+    "payload_bytes": "int64",
+    "retransmitted_bytes": "int64",
+    "missed_bytes": "int64",
+    "seq_wraps": "int64",
+    "mean_throughput_mbps": "float64",
+}
 _SERIES_COLUMNS = {
     "flow": "int64",
     "t_s": "float64",
@@ -750,12 +788,12 @@ def read_capture(
     tracker = _Tracker(bin_ms / 1000.0)
     info: dict[str, Any] = {"links": set(), "format": "?", "skipped": tracker.skipped}
     with contextlib.ExitStack() as stack:
+        raw = stack.enter_context(open_binary(path))
         try:
-            raw = stack.enter_context(path.open("rb"))
             size = max(1, os.fstat(raw.fileno()).st_size)
+            head = raw.read(4)
         except OSError as error:
-            raise InputFileError(path, f"cannot read: {error.strerror or error}") from None
-        head = raw.read(4)
+            raise InputFileError(path, describe_os_error(error)) from None
         stream: IO[bytes] = raw
         compressed = head[:2] == _GZIP
         if compressed:

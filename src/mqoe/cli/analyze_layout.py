@@ -8,13 +8,18 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
+
 from mqoe.cli.console import LazyProgress, err, jsonable, out, print_frame
 from mqoe.errors import UserError
 
 if TYPE_CHECKING:
     from mqoe.analysis.layout import LayoutReport
 
-HELP = "view-hierarchy dump (uiautomator XML or JSON): node count, depth, GPU overdraw"
+HELP = (
+    "view-hierarchy dump (uiautomator, Appium or Selendroid XML; JSON): node count, depth, "
+    "GPU overdraw"
+)
 
 _SCREEN = re.compile(r"\s*(\d{1,7})\s*[x×X]\s*(\d{1,7})\s*")
 
@@ -27,7 +32,9 @@ def _screen(text: str) -> tuple[int, int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, help="uiautomator dump XML or JSON hierarchy")
+    parser.add_argument(
+        "file", type=Path, help="uiautomator dump, Appium/Selendroid page source, or JSON"
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--csv", type=Path, default=None, metavar="DIR", help="write CSV tables")
     parser.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG plots")
@@ -36,13 +43,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_screen,
         default=None,
         metavar="WxH",
-        help="screen size in px (default: the roots' bounds)",
+        help="screen size in px (default: the size the dump declares, or its full-window roots)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from mqoe.analysis.layout import analyze_layout, load_layout
 
+    for option, folder in (("--csv", args.csv), ("--plot", args.plot)):
+        if folder is not None:  # before any work: a bad folder costs nothing to find out
+            _check_output(folder, option)
     progress = LazyProgress(f"reading {args.file.name}")
     try:
         layout = load_layout(args.file, progress=progress)
@@ -65,9 +75,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     summary = report.summary()
     out.print(
-        f"[bold]{layout.name}[/bold] ({summary['format']}): {summary['nodes']} nodes, "
+        f"[bold]{escape(layout.name)}[/bold] ({summary['format']}): {summary['nodes']} nodes, "
         f"depth {summary['depth']}, {summary['drawing_layers']} drawing layers, "
-        f"screen {summary['screen_w_px']}x{summary['screen_h_px']} px"
+        f"screen {summary['screen_w_px']}x{summary['screen_h_px']} px "
+        f"({summary['screen_source']})"
     )
     out.print(
         f"mean overdraw {summary['mean_overdraw']:.3g} paints/px (1.0 is ideal), "
@@ -81,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"[bold]candidate redundant layers[/bold] ({len(redundant)}, first 20)")
         columns = ["node", "depth", "class", "resource_id", "area_px", "hidden_share"]
         print_frame(redundant[columns].head(20), "table")
+    if layout.skipped:
+        err.print(f"note: {layout.skipped} elements without bounds (toast messages) skipped")
     if layout.guessed:
         err.print(
             f"note: {layout.guessed} of {len(layout.nodes)} nodes carry no drawing flag; "
@@ -88,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for label, folder in (("tables", args.csv), ("plots", args.plot)):
         if folder is not None:
-            out.print(f"{label} written to {folder}")
+            out.print(f"{label} written to {escape(str(folder))}")
     return 0
 
 
@@ -127,7 +140,9 @@ def _plot(report: LayoutReport, folder: Path) -> None:
             extent=(0, width, height, 0),
             interpolation="nearest",
         )
-        ax.set_title(f"GPU overdraw: {Path(report.layout.name).name}", fontsize=9)
+        # a "$" in a file name would start matplotlib's mathtext
+        title = Path(report.layout.name).name.replace("$", r"\$")
+        ax.set_title(f"GPU overdraw: {title}", fontsize=9)
         ax.set_xlabel("x (px)")
         ax.set_ylabel("y (px)")
         shares = report.stats.level_shares
@@ -142,6 +157,17 @@ def _plot(report: LayoutReport, folder: Path) -> None:
     finally:
         plt.close(fig)
     _write(folder / "overdraw.png", buffer.getvalue())
+
+
+def _check_output(folder: Path, option: str) -> None:
+    """``ensure_output_dir``, and one line too when the folder cannot even be looked at
+    (its ``exists()`` lets a permission error on a parent through)."""
+    from mqoe.results import ensure_output_dir
+
+    try:
+        ensure_output_dir(folder, option)
+    except OSError as error:
+        raise UserError(f"{option} {folder}: cannot write there ({error.strerror})") from None
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from mqoe.cli.console import LazyProgress, jsonable, out, print_frame
 from mqoe.errors import UserError
 
@@ -52,11 +54,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mqoe.analysis.pcap import read_capture
 
+    outputs = [(o, f) for o, f in (("--csv", args.csv), ("--plot", args.plot)) if f is not None]
+    for option, folder in outputs:  # before any work: a bad folder costs nothing to find out
+        _check_output(folder, option)
     progress = LazyProgress(f"reading {args.file.name}")
     try:
         report = read_capture(args.file, bin_ms=args.bin_ms, port=args.port, progress=progress)
     finally:
         progress.close()
+    if outputs and report.flows.empty:
+        raise UserError(_nothing_to_write(report, args.port, [o for o, _ in outputs]))
     if args.csv is not None:
         for name, frame in report.tables.items():
             _write(args.csv / f"{name}.csv", frame.to_csv(index=False).encode("utf-8"))
@@ -76,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     links = ", ".join(str(k) for k in summary["link_types"]) or "none"
     out.print(
-        f"[bold]{report.name}[/bold] ({summary['format']}, link types {links}): "
+        f"[bold]{escape(report.name)}[/bold] ({summary['format']}, link types {links}): "
         f"{summary['records']} packets, {summary['tcp_segments']} TCP segments used, "
         f"{summary['flows']} flows with data"
     )
@@ -96,8 +103,20 @@ def run(args: argparse.Namespace) -> int:
         )
     for label, folder in (("tables", args.csv), ("plots", args.plot)):
         if folder is not None:
-            out.print(f"{label} written to {folder}")
+            out.print(f"{label} written to {escape(str(folder))}")
     return 0
+
+
+def _nothing_to_write(report: PcapReport, port: int | None, options: list[str]) -> str:
+    """Why a capture left no flow to tabulate or plot, in one line."""
+    stats = report.stats
+    kept = f" with --port {port}" if port is not None else ""
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(stats.skipped.items())) or "none"
+    return (
+        f"{report.name}: no TCP flow carried data{kept} ({stats.records} packets, "
+        f"{stats.tcp_segments} TCP segments used; skipped: {skipped}): nothing to write for "
+        + " or ".join(options)
+    )
 
 
 def _plot(report: PcapReport, folder: Path) -> None:
@@ -118,7 +137,9 @@ def _plot(report: PcapReport, folder: Path) -> None:
             ax.step(t, received, where="post", label=f"{row.flow}: {row.label}")
         ax.set_xlabel("time since the first packet (s)")
         ax.set_ylabel("bytes received (MB, sequence-number growth)")
-        ax.set_title(f"TCP sequence-number growth: {Path(report.name).name}", fontsize=9)
+        # a "$" in a file name would start matplotlib's mathtext
+        title = Path(report.name).name.replace("$", r"\$")
+        ax.set_title(f"TCP sequence-number growth: {title}", fontsize=9)
         ax.grid(alpha=0.3)
         if len(flows):
             ax.legend(fontsize=7, loc="upper left")
@@ -128,6 +149,17 @@ def _plot(report: PcapReport, folder: Path) -> None:
     finally:
         plt.close(fig)
     _write(folder / "seq_growth.png", buffer.getvalue())
+
+
+def _check_output(folder: Path, option: str) -> None:
+    """``ensure_output_dir``, and one line too when the folder cannot even be looked at
+    (its ``exists()`` lets a permission error on a parent through)."""
+    from mqoe.results import ensure_output_dir
+
+    try:
+        ensure_output_dir(folder, option)
+    except OSError as error:
+        raise UserError(f"{option} {folder}: cannot write there ({error.strerror})") from None
 
 
 def _write(path: Path, data: bytes) -> None:
