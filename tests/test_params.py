@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 import pytest
@@ -9,7 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mqoe.errors import UserError
-from mqoe.params import coerce, make_component
+from mqoe.params import (
+    MAX_TIME_S,
+    NEGATIVE_OK,
+    Range,
+    bounds,
+    check_number,
+    coerce,
+    field_range,
+    make_component,
+    unit_range,
+)
 
 
 @pytest.mark.parametrize(
@@ -93,3 +104,82 @@ def test_components_are_built_by_name_with_typed_parameters() -> None:
 def test_bad_component_specs_are_one_line_user_errors(spec: str, fragment: str) -> None:
     with pytest.raises(UserError, match=re.escape(fragment)):
         make_component(spec, _KNOBS, "knob")
+
+
+# -- ranges ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "low", "high", "unit"),
+    [
+        ("duration_s", 1e-9, MAX_TIME_S, "s"),
+        ("rtt_ms", 1e-6, MAX_TIME_S * 1e3, "ms"),
+        ("warmup_days", 1e-9 / 86_400, MAX_TIME_S / 86_400, "days"),
+        ("days", 1e-9 / 86_400, MAX_TIME_S / 86_400, "days"),
+        ("rt_rate_hz", 1 / MAX_TIME_S, 1e9, "Hz"),
+        ("frame_mcycles", 1e-6, 1e9, "Mcycles"),
+        ("buffer_kbit", 1 / 125, 2.0**50 / 125, "kbit"),
+        ("churn_gb_per_day", 2.0**-30, 2.0**20, "GB/day"),  # not "_day" of a time
+        ("link_mbps", 1e-6, 1e6, "Mbit/s"),
+    ],
+)
+def test_a_unit_in_the_name_gives_the_range(name: str, low: float, high: float, unit: str) -> None:
+    limit = unit_range(name)
+    assert limit is not None
+    assert (limit.low, limit.high, limit.unit) == (pytest.approx(low), pytest.approx(high), unit)
+    assert limit.zero and not limit.signed
+
+
+@pytest.mark.parametrize("name", ["alpha", "fps", "revisit", "days_left", "mode_s2", "class"])
+def test_names_without_a_unit_have_no_range(name: str) -> None:
+    assert unit_range(name) is None
+
+
+@dataclass(frozen=True)
+class _Ranged:
+    duration_s: float = 1.0
+    stop_s: float = field(default=-1.0, metadata=NEGATIVE_OK)  # −1 = never
+    fps: float = field(default=30.0, metadata=bounds(1.0, 120.0, unit="Hz"))
+    count: int = 3
+    ratio: float = 0.5
+
+
+def _range_of(name: str) -> Range | None:
+    spec = {f.name: f for f in fields(_Ranged)}[name]
+    return field_range(spec, {"count": int}.get(name, float))
+
+
+def test_metadata_overrides_or_extends_the_unit_rule() -> None:
+    stop = _range_of("stop_s")
+    assert stop is not None and stop.signed
+    assert -1.0 in stop and 0.0 in stop and 5.0 in stop
+    assert -1e-12 not in stop  # below the clock's tick on either side of zero
+    fps = _range_of("fps")
+    assert fps is not None and 0.0 not in fps and 1.0 in fps and 121.0 not in fps
+    count = _range_of("count")
+    assert count is not None and 2**63 - 1 in count and 2**63 not in count
+    assert _range_of("ratio") is None
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(sorted(vars(_Ranged()))))
+def test_check_number_accepts_exactly_the_finite_values_in_range(value: float, name: str) -> None:
+    limit = _range_of(name)
+    try:
+        check_number(value, limit, f"--set {name}", "TEXT")
+    except UserError as exc:
+        assert str(exc).startswith(f"--set {name}=TEXT: expected")
+        assert not math.isfinite(value) or (limit is not None and value not in limit)
+        return
+    assert math.isfinite(value)
+    assert limit is None or value in limit
+
+
+def test_range_errors_say_what_is_expected() -> None:
+    limit = unit_range("duration_s")
+    with pytest.raises(UserError) as info:
+        check_number(-10.0, limit, "--set duration_s", "-10")
+    assert str(info.value) == "--set duration_s=-10: expected 0 or a time of 1e-09 to 3.156e+08 s"
+    with pytest.raises(UserError, match=r"^--set x=nan: expected a finite number$"):
+        check_number(math.nan, None, "--set x", "nan")
+    check_number("text", limit, "--set duration_s")  # not a number: its parser checked it
+    check_number(True, limit, "--set duration_s")  # a bool is not an amount

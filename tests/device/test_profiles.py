@@ -347,6 +347,42 @@ BAD_PROFILES: dict[str, tuple[Mutation, tuple[str, ...], str, Lines | None]] = {
         "storage.type",
         _at('type = "sdcard"'),
     ),
+    "absurd-width": (
+        lambda t: t.replace("width_px = 1440", "width_px = 99999999999999999999999"),
+        ("less than or equal to 16384", "99999999999999999999999"),
+        "display.width_px",
+        _at("width_px = 99999"),
+    ),
+    "infinite-refresh": (
+        lambda t: t.replace("refresh_hz = 60", "refresh_hz = inf"),
+        ("finite number",),
+        "display.refresh_hz",
+        _at("refresh_hz = inf"),
+    ),
+    "nan-clock-second-cluster": (
+        lambda t: t.replace("max_freq_mhz = 2000", "max_freq_mhz = nan"),
+        ("finite number",),
+        "cpu.clusters[1].max_freq_mhz",
+        _at("max_freq_mhz = nan"),
+    ),
+    "reserved-above-ram": (
+        lambda t: t.replace("ram_mb = 3072", "ram_mb = 3072\nreserved_mb = 4096"),
+        ("reserved_mb (4096) must be below ram_mb",),
+        "memory",
+        lambda t: {_line_of(t, "[memory]")},
+    ),
+    "sched-latency-above-the-kernel-limit": (
+        lambda t: t.replace("[memory]", "[cpu.sched]\nlatency_ns = 5_000_000_000\n\n[memory]"),
+        ("less than or equal to 1000000000",),
+        "cpu.sched.latency_ns",
+        _at("latency_ns ="),
+    ),
+    "too-many-minfree-levels": (
+        lambda t: t.replace("[sources]", "[lmk]\nminfree_kb = [1, 2, 3, 4, 5, 6, 7]\n\n[sources]"),
+        ("at most 6",),
+        "lmk.minfree_kb",
+        _at("minfree_kb ="),
+    ),
     "missing-cluster-name": (
         lambda t: t.replace('name = "big"\n', ""),
         ("Field required",),
@@ -429,6 +465,94 @@ def test_users_own_profile_file_loads_by_path(tmp_path: Path) -> None:
     assert load_profile(str(path)) == expected
     assert load_profile(path) == expected
     assert "my-nokia" not in catalog_names()
+
+
+def test_an_empty_profile_name_is_refused() -> None:
+    for name in ("", "  "):
+        with pytest.raises(UserError, match="empty profile name"):
+            load_profile(name)
+
+
+@pytest.mark.parametrize(
+    ("data", "encoding"),
+    [("\ufeff", "utf-8"), ("\ufeff", "utf-16-le"), ("\ufeff", "utf-16-be"), ("", "utf-8")],
+)
+def test_profiles_with_a_byte_order_mark_or_cr_line_ends_load(
+    tmp_path: Path, data: str, encoding: str
+) -> None:
+    text = _catalog_text("nokia-1").replace('name = "nokia-1"', 'name = "mine"')
+    path = tmp_path / "mine.toml"
+    path.write_bytes((data + text.replace("\n", "\r")).encode(encoding))  # CR alone: old Macs
+    assert load_profile(path) == load_profile("nokia-1").model_copy(update={"name": "mine"})
+
+
+def test_a_latin1_byte_is_reported_at_its_line(tmp_path: Path) -> None:
+    text = _catalog_text("nokia-1").replace('soc = "MediaTek MT6737M"', 'soc = "Médiatek"')
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(InputFileError, match="not UTF-8 text") as info:
+        load_profile_file(path)
+    assert info.value.line == _line_of(text, "soc = ")
+
+
+def _numeric_fields(model: type[Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted name, pydantic field info) of every int or float field, recursively."""
+    import typing
+
+    from pydantic import BaseModel
+
+    found = []
+    for name, info in model.model_fields.items():
+        kinds = [info.annotation, *typing.get_args(info.annotation)]
+        nested = [k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)]
+        args = [a for k in kinds for a in (k, *typing.get_args(k))]
+        if nested:
+            found += _numeric_fields(nested[0], f"{prefix}{name}.")
+        elif any(a in (int, float) for a in args) or "int" in str(info.annotation):
+            found.append((f"{prefix}{name}", info))
+    return found
+
+
+def test_every_number_in_a_profile_has_an_upper_bound() -> None:
+    """width_px = 10^23 once loaded and overflowed later: no number is unbounded now."""
+    fields = _numeric_fields(DeviceProfile)
+    assert len(fields) > 30
+    unbounded = []
+    for name, info in fields:
+        text = repr(info.metadata) + repr(info.annotation)
+        if "le=" not in text and "lt=" not in text and "Literal" not in text:
+            unbounded.append(name)
+    assert unbounded == []
+
+
+_NUMBER_LINE = r"^(\w+) = (-?[0-9][0-9_.]*)$"
+
+
+def _numeric_lines(text: str) -> list[tuple[int, str]]:
+    import re
+
+    return [
+        (number, match.group(1))
+        for number, line in enumerate(text.splitlines(), 1)
+        if (match := re.match(_NUMBER_LINE, line))
+    ]
+
+
+_SHIPPED = _catalog_text("nexus-6p")
+
+
+@pytest.mark.parametrize(("line", "key"), _numeric_lines(_SHIPPED))
+@pytest.mark.parametrize("value", ["99999999999999999999999", "1e300", "-1e300", "nan", "-inf"])
+def test_any_absurd_number_is_refused_at_its_line(
+    tmp_path: Path, line: int, key: str, value: str
+) -> None:
+    lines = _SHIPPED.splitlines()
+    lines[line - 1] = f"{key} = {value}"
+    path = _write(tmp_path / "p.toml", "\n".join(lines) + "\n")
+    with pytest.raises(InputFileError) as info:
+        load_profile_file(path)
+    assert info.value.line == line, str(info.value)
+    assert f".{key}:" in str(info.value) or f"key {key}:" in str(info.value)
 
 
 # ---------------------------------------------------------------------------------------

@@ -69,9 +69,9 @@ def run(args: argparse.Namespace) -> int:
     table = calibrate(pages, seed, repeats)
     save_table(table, path)
     _print_table(table)
-    out.print(_mix_hint(table))
-    out.print(f"{table.host}; {table.lz4_version}")
-    out.print(f"wrote {path}")
+    out.print(_mix_hint(table), markup=False)
+    out.print(f"{table.host}; {table.lz4_version}", markup=False)
+    out.print(f"wrote {path}", markup=False)
     return 0
 
 
@@ -82,6 +82,9 @@ def _check_destination(path: Path, force: bool) -> None:
         raise UserError(f"--out {path}: file exists; pass --force to overwrite it")
     if not path.parent.is_dir():
         raise UserError(f"--out {path}: directory {path.parent} does not exist")
+    from mqoe.results import ensure_output_dir
+
+    ensure_output_dir(path.parent, "--out")  # exists, but can a file be made there?
 
 
 def _print_table(table: Lz4Table) -> None:

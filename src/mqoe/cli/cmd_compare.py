@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mqoe.cli.console import err, print_frame
+    from mqoe.cli.console import check_output_file, err, print_frame
     from mqoe.emulation.compare import compare_rows, comparison_frame, comparison_rows
     from mqoe.errors import UserError
     from mqoe.results import read_metrics_csv
@@ -26,6 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.tolerance < 10:
         raise UserError("--tolerance must be a fraction, e.g. 0.25")
+    if args.out:
+        check_output_file(args.out, "--out")  # before the table is printed, not after
     pairs = compare_rows(read_metrics_csv(args.sim), read_metrics_csv(args.real))
     frame = comparison_frame(pairs, args.tolerance)
     print_frame(frame, args.format)
@@ -34,5 +36,8 @@ def run(args: argparse.Namespace) -> int:
     failed = int((frame["within"] == "NO").sum())
     checked = int((frame["within"] != "").sum())
     if args.format == "table":
-        err.print(f"{checked - failed} of {checked} rate metrics within ±{args.tolerance:.0%}")
+        err.print(
+            f"{checked - failed} of {checked} rate metrics within ±{args.tolerance:.0%}",
+            markup=False,
+        )
     return 0

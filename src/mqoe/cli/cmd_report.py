@@ -34,11 +34,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mqoe.cli.console import err, out
+    from mqoe.cli.console import check_output_file, err, out
     from mqoe.report import build_report, write_report
 
+    # Outputs first: a page (and a screenshot) that cannot be written fails in a moment,
+    # not after every figure has been read and encoded.
+    if args.output is not None:
+        check_output_file(args.output, "--output")
+    if args.screenshot is not None:
+        check_output_file(args.screenshot, "--screenshot")
     report = build_report(args.out_dir, args.works)
     output = args.output if args.output is not None else args.out_dir / "report.html"
+    check_output_file(output, "--output" if args.output is not None else "OUT_DIR")
     write_report(report, output)
     for problem in report.problems:
         err.print(f"mqoe report: warning: {problem}", markup=False)
@@ -59,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
         for message in page.errors:
             err.print(f"mqoe report: browser console error: {message}", markup=False)
         if broken:
-            err.print(f"mqoe report: figures that did not decode: {', '.join(broken)}")
+            err.print(
+                f"mqoe report: figures that did not decode: {', '.join(broken)}", markup=False
+            )
         if page.errors or broken or len(page.images) != report.figure_count:
             return 1
     return 0

@@ -1,19 +1,40 @@
 """What every ``mqoe`` subcommand shares: the Rich consoles, a lazy progress bar, table
-printing and JSON cleaning. Only the CLI prints; library code returns data."""
+printing, JSON cleaning and output-path checks. Only the CLI prints; library code returns
+data.
+
+User text (paths, names from files, query results) never goes through Rich markup: print
+it with ``markup=False``, as a :class:`rich.text.Text`, or :func:`rich.markup.escape` it
+inside a markup string. Emoji codes are off on both consoles, so ``file:100:`` stays
+``file:100:`` instead of becoming the hundred-points emoji.
+"""
 
 from __future__ import annotations
 
+import errno
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+
+class _Console(Console):
+    """A Rich console that reports a closed pipe as :class:`BrokenPipeError`, for
+    ``mqoe.cli.main.main`` to handle in one place (Rich's own handler exits with 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # drop whatever is still buffered
+        raise BrokenPipeError(errno.EPIPE, "the reader of this output has gone")
+
 
 # Piped output gets a wide fixed width so tables stay readable in logs and files.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)  # one-line errors stay one line
+out = _Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err = _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)  # one line stays one
 
 
 class LazyProgress:
@@ -51,7 +72,8 @@ class LazyProgress:
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task(self.label, total=1.0)
+            # The description column renders markup; a label can hold a user's file name.
+            self._task = self._progress.add_task(escape(self.label), total=1.0)
         self._progress.update(self._task, completed=fraction)
 
     def close(self) -> None:
@@ -75,7 +97,29 @@ def print_frame(frame: Any, fmt: str) -> None:
     else:
         table = Table()
         for column in frame.columns:
-            table.add_column(str(column))
+            table.add_column(Text(str(column)))
         for row in frame.itertuples(index=False):
-            table.add_row(*(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row))
+            table.add_row(*(Text(f"{v:.6g}" if isinstance(v, float) else str(v)) for v in row))
         out.print(table)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line, for error messages: line breaks (with the blanks
+    around them) become one space, and any other non-printable character is shown as its
+    escape (``\\x1b``), so a message neither spreads over lines nor drives the terminal."""
+    parts = (part.strip() for part in text.splitlines())
+    joined = " ".join(part for part in parts if part)
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in joined)
+
+
+def check_output_file(path: Path, option: str) -> Path:
+    """Before any work: ``path`` can be written as a file — it is not a folder, and its
+    folder exists or can be created and takes a new file. A one-line
+    :class:`~mqoe.errors.UserError` naming ``option`` and the path otherwise."""
+    from mqoe.errors import UserError
+    from mqoe.results import ensure_output_dir
+
+    if path.is_dir():
+        raise UserError(f"{option} {path}: is a folder, expected a file name")
+    ensure_output_dir(path.parent, option)
+    return path

@@ -1,7 +1,9 @@
 """The ``mqoe`` command line. Library code never prints; this module does (with Rich).
 
 User mistakes (:class:`mqoe.errors.UserError`) become one line on stderr and exit code 2;
-anything else is a bug and keeps its traceback.
+anything else is a bug and keeps its traceback. Output into a pipe whose reader has gone
+(``mqoe … | head``) ends the command quietly with exit code 141, as for a Unix tool that
+SIGPIPE killed.
 """
 
 from __future__ import annotations
@@ -9,19 +11,30 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from mqoe import __version__
-from mqoe.cli.console import LazyProgress, err, out, print_frame
+from mqoe.cli.console import LazyProgress, check_output_file, one_line, out, print_frame
 from mqoe.cli.console import jsonable as _jsonable
 from mqoe.errors import UserError
 
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
 EXIT_USER_ERROR = 2
+# 128 + SIGPIPE (13): what a shell reports for a C tool killed by writing into a closed
+# pipe (`seq 1e9 | head`), so `set -o pipefail` scripts treat mqoe like the others.
+EXIT_BROKEN_PIPE = 141
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
 
 # `mqoe analyze NAME`: each analyser is a module mqoe.cli.analyze_NAME with HELP,
 # add_arguments(parser) and run(args) -> exit code (heavy imports inside run()).
@@ -46,6 +59,11 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:
         raise UserError(f"{self.prog}: {message}")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse swallows OSError when printing --help; let a closed pipe reach main().
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,7 +159,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
             clusters = " + ".join(
                 f"{c.cores}x{c.core_type}@{c.max_freq_mhz / 1000:g}GHz" for c in p.cpu.clusters
             )
-            table.add_row(
+            cells = (
                 p.name,
                 p.display_name,
                 p.soc,
@@ -150,6 +168,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
                 f"{p.storage.capacity_gb} GB {p.storage.type}",
                 p.android_version,
             )
+            table.add_row(*map(Text, cells))
         out.print(table)
         return 0
     profile = load_profile(args.name)
@@ -164,7 +183,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
     if args.json:
         out.print_json(data=data)
     else:
-        out.print(_render_mapping(data))
+        out.print(_render_mapping(data), markup=False)  # a user's file: its text is text
     return 0
 
 
@@ -189,17 +208,22 @@ def _render_mapping(data: Any, indent: int = 0) -> str:
 
 # -- run ------------------------------------------------------------------------------
 def _parse_seed(text: str) -> int:
+    from mqoe.engine.streams import MAX_SEED
+
     try:
-        return int(text)
+        seed = int(text)
     except ValueError:
-        raise UserError(f"--seed {text!r}: expected a non-negative integer") from None
+        seed = -1
+    if not 0 <= seed <= MAX_SEED:
+        raise UserError(f"--seed {text}: expected a non-negative integer up to {MAX_SEED}")
+    return seed
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from mqoe.device.profiles import load_profile
-    from mqoe.results import ResultsStore, default_results_dir
+    from mqoe.results import ResultsStore, default_results_dir, ensure_output_dir
     from mqoe.workloads import SCENARIOS
-    from mqoe.workloads.base import parse_assignments
+    from mqoe.workloads.base import parse_assignments, parse_params
     from mqoe.workloads.population import POPULATIONS
     from mqoe.workloads.runner import run_population, run_scenario
 
@@ -207,21 +231,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not args.list:
             raise UserError("mqoe run: name a scenario (mqoe run --list shows them)")
         return _list_scenarios({**SCENARIOS, **POPULATIONS})
+    # Everything a user can get wrong is checked before the results folder is touched
+    # and before anything is simulated: seed, scenario, parameters, profile, then --out.
     seed = _parse_seed(args.seed)
     overrides = parse_assignments(args.assignments)
-    if args.scenario in POPULATIONS:
-        if args.profile is not None or args.trace:
-            raise UserError(
-                f"mqoe run {args.scenario}: it draws its own phones; "
-                "--profile and --trace do not apply"
-            )
+    population = args.scenario in POPULATIONS
+    if not population and args.scenario not in SCENARIOS:
+        known = ", ".join(sorted({*SCENARIOS, *POPULATIONS}))
+        raise UserError(f"unknown scenario {args.scenario!r}; available: {known}")
+    entry = POPULATIONS[args.scenario] if population else SCENARIOS[args.scenario]
+    parse_params(entry.params_type, overrides, args.scenario)
+    if population and (args.profile is not None or args.trace):
+        raise UserError(
+            f"mqoe run {args.scenario}: it draws its own phones; --profile and --trace do not apply"
+        )
+    if args.profile is not None and not args.profile.strip():
+        raise UserError("--profile '': empty; name a profile (mqoe profiles list) or a .toml file")
+    profile = None if population else load_profile(args.profile or "nokia-1")
+    store = ResultsStore(ensure_output_dir(*_results_dir(args.out, default_results_dir())))
+    if profile is None:
         progress = LazyProgress(f"{args.scenario}")
         try:
             record = run_population(args.scenario, seed, overrides)
         finally:
             progress.close()
     else:
-        profile = load_profile(args.profile or "nokia-1")
         progress = LazyProgress(f"{args.scenario} on {profile.name}")
         try:
             record = run_scenario(
@@ -229,7 +263,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
         finally:
             progress.close()
-    store = ResultsStore(args.out if args.out is not None else default_results_dir())
     store.write(record)
     summary = {
         "run_id": record.run_id,
@@ -258,41 +291,52 @@ def _cmd_run(args: argparse.Namespace) -> int:
 _SHOWN_ROWS = 40  # tables up to this size are printed; larger ones only stored
 
 
+def _results_dir(given: Path | None, default: Path) -> tuple[Path, str]:
+    """The results folder and how to name it in errors: the option, or where the default
+    came from."""
+    if given is not None:
+        return given, "--out"
+    return default, "$MQOE_RESULTS" if os.environ.get("MQOE_RESULTS") else "results folder"
+
+
 def _list_scenarios(scenarios: dict[str, Any]) -> int:
     import dataclasses
 
     for name, scenario in sorted(scenarios.items()):
-        out.print(f"[bold]{name}[/bold]: {scenario.summary}")
+        out.print(f"[bold]{escape(name)}[/bold]: {escape(scenario.summary)}")
         for field in dataclasses.fields(scenario.params_type):
-            out.print(f"    {field.name} = {field.default!r}")
+            out.print(f"    {field.name} = {field.default!r}", markup=False)
     return 0
 
 
 def _print_run(record: Any, root: Path) -> None:
     out.print(
-        f"[bold]{record.scenario}[/bold] on {record.profile}, seed {record.seed}: "
+        f"[bold]{escape(record.scenario)}[/bold] on {escape(record.profile)}, seed {record.seed}: "
         f"{record.sim_duration_s:g} s simulated in {record.wall_time_s:.2f} s"
     )
     metrics = Table(show_header=True, title="metrics", title_justify="left")
     metrics.add_column("metric")
     metrics.add_column("value", justify="right")
     for key, value in record.metrics.items():
-        metrics.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+        metrics.add_row(Text(key), Text(f"{value:.4g}" if isinstance(value, float) else str(value)))
     out.print(metrics)
     for name, frame in record.tables.items():
         if name == "frames" or frame.empty:
             continue
         if len(frame) > _SHOWN_ROWS:
-            out.print(f"{name}: {len(frame)} rows (stored; query them with mqoe results query)")
+            out.print(
+                f"{name}: {len(frame)} rows (stored; query them with mqoe results query)",
+                markup=False,
+            )
             continue
-        table = Table(title=name, title_justify="left")
+        table = Table(title=Text(name), title_justify="left")
         shown = [c for c in frame.columns if not c.endswith("_ns")]
         for column in shown:
-            table.add_column(str(column))
+            table.add_column(Text(str(column)))
         for row in frame[shown].itertuples(index=False):
-            table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+            table.add_row(*(Text(f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row))
         out.print(table)
-    out.print(f"stored as {record.run_id} in {root}")
+    out.print(f"stored as {record.run_id} in {root}", markup=False)
 
 
 # -- reproduce ------------------------------------------------------------------------
@@ -305,7 +349,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         if not EXPERIMENTS:
             out.print("no reproductions are registered yet")
         for name, experiment in sorted(EXPERIMENTS.items()):
-            out.print(f"[bold]{name}[/bold]: {experiment.title}")
+            out.print(f"[bold]{escape(name)}[/bold]: {escape(experiment.title)}")
         return 0
     names = sorted(EXPERIMENTS) if args.work == "all" else [args.work]
     if args.work == "all" and not names:
@@ -314,11 +358,14 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         if name not in EXPERIMENTS:
             known = ", ".join(sorted(EXPERIMENTS)) or "none yet"
             raise UserError(f"unknown work {name!r}; available: {known}")
+    from mqoe.results import ensure_output_dir
+
+    ensure_output_dir(args.out, "--out")  # before minutes of simulation, not after
     for name in names:
         # One work writes into OUT itself; `all` gives each work its own folder.
         target = args.out / name if args.work == "all" else args.out
         path = EXPERIMENTS[name].reproduce(target, quick=args.quick)
-        out.print(f"{name}: wrote {path} and figures in {path.parent}")
+        out.print(f"{name}: wrote {path} and figures in {path.parent}", markup=False)
     return 0
 
 
@@ -340,8 +387,9 @@ def _cmd_results(args: argparse.Namespace) -> int:
     if args.action == "export":
         from mqoe.results.api import export
 
+        check_output_file(args.path, "results export")
         written = export(store.root, args.what, args.path)
-        out.print(f"wrote {written}")
+        out.print(f"wrote {written}", markup=False)
         return 0
     print_frame(store.query(args.sql), args.format)
     return 0
@@ -366,7 +414,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from mqoe.bench import run_all
 
     for line in run_all(quick=args.quick):
-        out.print(line)
+        out.print(line, markup=False)
     return 0
 
 
@@ -382,6 +430,22 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit code:
+    0, 1 for a failed check, 2 for a user error, 130 on Ctrl-C, 141 on a closed pipe."""
+    try:
+        try:
+            return _dispatch(argv)
+        finally:
+            # Flush inside the guard: with little output the closed pipe shows only here,
+            # and otherwise at interpreter exit as "Exception ignored … BrokenPipeError".
+            if sys.stdout is not None:
+                sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command in PLUGIN_COMMANDS:
@@ -389,11 +453,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             return result
         return COMMANDS[args.command](args)
     except UserError as exc:
-        err.print(f"mqoe: error: {exc}", markup=False)
+        _print_error(f"mqoe: error: {exc}")
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        err.print("mqoe: interrupted")
-        return 130
+        _print_error("mqoe: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _print_error(message: str) -> None:
+    """One line on stderr, the text as given: not through Rich, whose markup and emoji
+    codes would turn ``[red]`` into colour and ``file.toml:100:`` into an emoji."""
+    sys.stderr.write(one_line(message) + "\n")
+    sys.stderr.flush()
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null (Python's advice for SIGPIPE): what is still buffered is
+    then dropped silently when the interpreter flushes at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (embedded, captured)
+        pass
 
 
 if __name__ == "__main__":

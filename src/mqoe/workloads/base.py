@@ -17,7 +17,7 @@ import pandas as pd
 
 from mqoe.device.phone import Phone
 from mqoe.errors import UserError
-from mqoe.params import coerce
+from mqoe.params import check_number, coerce, field_range
 
 Scalar = float | int | bool | str
 
@@ -51,19 +51,31 @@ class Scenario(Protocol):
 
 
 def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario: str) -> Any:
-    """Build a params dataclass from ``key=value`` strings, with one-line errors for users."""
+    """Build a params dataclass from ``key=value`` strings, with one-line errors for users.
+
+    Every number is checked before anything is simulated: finite first (NaN would pass
+    the scenario's own ``x <= 0`` checks), then the scenario's ``__post_init__`` checks,
+    then each field's declared range (:func:`mqoe.params.field_range`: by its unit, or
+    its own metadata), so an impossible value fails here rather than in the engine.
+    """
     fields = {f.name: f for f in dataclasses.fields(params_type)}
     hints = typing.get_type_hints(params_type)
     values: dict[str, Any] = {}
-    for key, text in overrides.items():
+    for key, given in overrides.items():
         if key not in fields:
             known = ", ".join(sorted(fields))
             raise UserError(f"scenario {scenario!r} has no parameter {key!r}; it has: {known}")
-        values[key] = coerce(text, hints[key], f"--set {key}")
+        values[key] = coerce(given, hints[key], f"--set {key}")
+        check_number(values[key], None, f"--set {key}", given.strip())
     try:
-        return params_type(**values)
-    except (ValueError, TypeError) as exc:
+        params = params_type(**values)
+    except (ValueError, TypeError, OverflowError) as exc:
         raise UserError(f"scenario {scenario!r}: {exc}") from None
+    for name, spec in fields.items():
+        limit = field_range(spec, hints[name])
+        text = overrides[name].strip() if name in overrides else None
+        check_number(getattr(params, name), limit, f"--set {name}", text)
+    return params
 
 
 def params_dict(params: Any) -> dict[str, Any]:
@@ -72,11 +84,17 @@ def params_dict(params: Any) -> dict[str, Any]:
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:
-    """``["a=1", "b=x"]`` → ``{"a": "1", "b": "x"}`` (later ones win), for ``--set``."""
+    """``["a=1", "b=x"]`` → ``{"a": "1", "b": "x"}``, for ``--set``. A key given twice
+    is an error (which one was meant?), whether after one ``--set`` or across several."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise UserError(f"--set {item!r}: expected key=value")
-        out[key.strip()] = value.strip()
+        if key in out:
+            raise UserError(
+                f"--set: parameter {key!r} given twice ({out[key]!r}, {value.strip()!r})"
+            )
+        out[key] = value.strip()
     return out

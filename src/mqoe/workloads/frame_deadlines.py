@@ -9,7 +9,7 @@ CFS sharing, wake-up placement and RT preemption; nothing is looked up.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import pandas as pd
@@ -22,6 +22,7 @@ from mqoe.engine import seconds
 from mqoe.errors import UserError
 from mqoe.metrics.frames import deadline_summary
 from mqoe.metrics.sched import preemption_summary, thread_states
+from mqoe.params import bounds
 from mqoe.workloads.base import ScenarioOutput, Session
 
 MCYCLES = 1e6  # 1 Mcycle = 1 ms of work on the reference core (Cortex-A53 at 1 GHz)
@@ -30,7 +31,9 @@ MCYCLES = 1e6  # 1 Mcycle = 1 ms of work on the reference core (Cortex-A53 at 1 
 @dataclass(frozen=True)
 class FrameDeadlinesParams:
     duration_s: float = 10.0  # simulated time
-    fps: float = 60.0  # frame rate; deadline = 1/fps (a 60 Hz panel)
+    # Frame rate; deadline = 1/fps (a 60 Hz panel). Bounds: a slide show to 4× the
+    # fastest panel a profile may have (240 Hz).
+    fps: float = field(default=60.0, metadata=bounds(0.1, 1000.0, what="a frame rate", unit="Hz"))
     frame_mcycles: float = (
         9.0  # work per frame, ref. Mcycles: ≈ 8.2 ms on a 1.1 GHz A53, half a 60 Hz budget
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -24,6 +24,7 @@ from mqoe.apps.stream_client import StreamingClient
 from mqoe.device.net import BulkFlow, HttpClient, Network, TcpConfig, TcpSender
 from mqoe.device.phone import Phone
 from mqoe.engine import ms, seconds
+from mqoe.params import NEGATIVE_OK, bounds
 from mqoe.policies.abr import BBA, AbrRule, Bola, ConservativeThroughput, Representation, make_rule
 from mqoe.workloads.base import ScenarioOutput, Session
 
@@ -34,7 +35,7 @@ MODES = ("discrete", "continuous", "bba", "bola")
 class SpiralParams:
     duration_s: float = 800.0  # spec 03: competitor runs 400 s from t = 400 s
     competitor_start_s: float = 400.0
-    competitor_stop_s: float = -1.0  # −1 = until the end
+    competitor_stop_s: float = field(default=-1.0, metadata=NEGATIVE_OK)  # −1 = until the end
     link_mbps: float = 5.0  # bottleneck rate (spec 03)
     rtt_ms: float = 4.0  # base round-trip time (spec 03)
     buffer_kbit: float = 120.0  # bottleneck drop-tail buffer (spec 03: 120 / 75 / 20)
@@ -43,13 +44,16 @@ class SpiralParams:
     discrete_safety: float = 0.6  # discrete mode: highest rung ≤ this × estimate (calibration)
     rule: str = ""  # any ABR rule spec (e.g. "throughput:safety=0.8"); overrides mode
     connection: str = "persistent"  # persistent | per-request (spec 03: both modes)
-    iw_segments: int = 0  # initial window; 0 = 10 when persistent, 4 per request (spec 03)
+    # Initial window; 0 = 10 when persistent, 4 per request (spec 03). At most 1000
+    # segments (~1.4 MB), beyond any deployed server's (Linux's default is 10).
+    iw_segments: int = field(default=0, metadata=bounds(1, 1000, zero=True, what="a window"))
     cc: str = "cubic"  # congestion control of both servers: cubic | newreno
     restart_after_idle: bool = True  # tcp_slow_start_after_idle
     cwnd_validation: bool = False  # the model's servers (TcpConfig); Linux always validates
     delayed_ack: bool = True
     ladder_kbps: str = "235,375,560,750,1050,1400,1750"  # spec 03's ladder
-    max_rate_kbps: float = -1.0  # continuous-mode ceiling; −1 = the top of the ladder
+    # continuous-mode ceiling; −1 = the top of the ladder
+    max_rate_kbps: float = field(default=-1.0, metadata=NEGATIVE_OK)
     segment_s: float = 4.0
     buffer_max_s: float = 240.0
     settle_s: float = 60.0  # skipped after each phase change before averaging
@@ -60,6 +64,8 @@ class SpiralParams:
             raise ValueError("duration_s and link_mbps must be positive, rtt_ms ≥ 0")
         if self.buffer_kbit <= 0 or self.segment_s <= 0 or self.sample_s <= 0:
             raise ValueError("buffer_kbit, segment_s and sample_s must be positive")
+        if self.segment_s > self.buffer_max_s:
+            raise ValueError("segment_s must not exceed buffer_max_s (it holds whole segments)")
         if self.mode not in MODES and not self.rule:
             raise ValueError(f"mode must be one of {', '.join(MODES)} (or give rule=…)")
         if self.connection not in ("persistent", "per-request"):

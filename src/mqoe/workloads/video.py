@@ -13,7 +13,7 @@ Frame drops, crashes and the kernel threads' CPU come out of the mechanisms.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import pandas as pd
@@ -25,6 +25,7 @@ from mqoe.device.cpu import Fair
 from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.metrics.sched import STATE_COLUMNS, preemption_summary, thread_states
+from mqoe.params import NEGATIVE_OK, bounds
 from mqoe.policies.abr import AbrRule, Fixed, MostConservative, Representation, make_rule
 from mqoe.policies.memory_adapt import MemoryAware
 from mqoe.workloads.base import ScenarioOutput, Session
@@ -63,7 +64,7 @@ class VideoParams:
     # Free memory left after boot: the rest holds the clean page cache of files read
     # while booting (calibration: a booted phone shows MemFree of tens of MB, Cached of
     # hundreds). Negative: no boot cache.
-    boot_free_mb: float = 20.0
+    boot_free_mb: float = field(default=20.0, metadata=NEGATIVE_OK)
     adapt: str = "none"  # memory-aware adaptation: none | fps | resolution | both
     quiet_s: float = 30.0  # adaptation: recover after this long without trims
     rule: str = ""  # a network ABR rule spec to combine with the fixed choice
@@ -72,7 +73,8 @@ class VideoParams:
     # (spec 01 §Setup): a privileged tool that holds its memory, i.e. one lmkd does not
     # pick before the foreground (persistent service, ProcessList −700). 200 = an
     # ordinary foreground service, which lmkd kills first and so releases the pressure.
-    generator_adj: int = -700
+    # Bounds: oom_score_adj's range (include/uapi/linux/oom.h).
+    generator_adj: int = field(default=-700, metadata=bounds(-1000, 1000, what="an oom_score_adj"))
     # How often the generator touches the memory it holds (0: never, it just holds it).
     generator_touch_s: float = 0.0
     # zRAM compression ratio of the generator's data (0: the profile's ratio; 1: random

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 import tomllib
 from functools import cache
@@ -21,12 +22,7 @@ CORE_TYPES_FILE = _HERE / "core_types.toml"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such profile file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"cannot read: {exc}") from None
+    text = _read_text(path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -34,6 +30,46 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise InputFileError(path, f"not valid TOML: {exc}", line=line) from None
     except RecursionError:
         raise InputFileError(path, "not valid TOML: nested too deeply") from None
+
+
+# Byte-order marks that editors write: Notepad's "UTF-8 with BOM" and "Unicode"
+# (UTF-16LE); PowerShell's `>` redirection writes UTF-16LE with a BOM too.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+MAX_PROFILE_BYTES = 1 << 20  # a profile is a few KB; more is not a profile
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: UTF-8, or UTF-8/UTF-16 with a BOM; line ends as LF. One-line
+    errors for a missing, unreadable, oversized or undecodable file."""
+    if path.is_dir():
+        raise InputFileError(path, "is a folder, expected a profile .toml file")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_PROFILE_BYTES + 1)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such profile file") from None
+    except PermissionError:
+        raise InputFileError(path, "permission denied (cannot read it)") from None
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read it: {exc.strerror or exc}") from None
+    if len(data) > MAX_PROFILE_BYTES:
+        raise InputFileError(path, f"larger than {MAX_PROFILE_BYTES} bytes; not a profile")
+    codec, data = next(((c, data[len(b) :]) for b, c in _BOMS if data.startswith(b)), ("", data))
+    try:
+        text = data.decode(codec or "utf-8")
+    except UnicodeDecodeError as exc:
+        if codec.startswith("utf-16"):
+            what = f"not UTF-16 text after its byte-order mark: {exc.reason}"
+            raise InputFileError(path, what) from None
+        line = data[: exc.start].count(b"\n") + 1
+        what = f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the profile as UTF-8"
+        raise InputFileError(path, what, line=line) from None
+    # TOML takes LF and CRLF; a lone CR (old Mac editors) would be an "illegal character".
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _toml_error_line(message: str) -> int | None:
@@ -49,8 +85,8 @@ def _key_lines(path: Path) -> dict[tuple[int | str, ...], int]:
     """Map each key path (as pydantic locates it) to its line, tracking [tables] and
     [[arrays of tables]] so the second cluster's key is not taken for the first's."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = _read_text(path).splitlines()
+    except UserError:
         return {}
     where: dict[tuple[int | str, ...], int] = {}
     counts: dict[tuple[str, ...], int] = {}
@@ -171,6 +207,11 @@ def list_profiles() -> list[DeviceProfile]:
 def load_profile(name_or_path: str | Path) -> DeviceProfile:
     """A catalogue profile by name, or a user's profile file by path (``*.toml``)."""
     text = str(name_or_path)
+    if not text.strip():
+        raise UserError(
+            "an empty profile name; `mqoe profiles list` shows the shipped ones, or pass a "
+            "path to your own .toml file"
+        )
     if text.endswith(".toml") or Path(text).is_file():
         return load_profile_file(text)
     catalog = _catalog()

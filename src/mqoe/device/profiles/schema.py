@@ -20,8 +20,20 @@ REQUIRED_SOURCES = ("android", "cpu", "memory", "storage", "display")
 
 
 class _Model(BaseModel):
-    # strict: `cores = true` or `cores = "4"` is an error, not a silent conversion.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # strict: `cores = true` or `cores = "4"` is an error, not a silent conversion. TOML
+    # has inf and nan literals; no profile number means either.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+# Ceilings for numbers the sources give no limit for: each far above any phone's, low
+# enough that the simulator's integer nanoseconds and pages cannot overflow.
+_MAX_CYCLES = 10**10  # reference cycles for one action: 10 s of a 1 GHz core
+_MAX_LATENCY_US = 1_000_000.0  # one storage request: a second
+_MAX_DELAY_MS = 60_000.0  # a minute
+# The lowest oom_score_adj a level kills: within oom_score_adj's range (-1000..1000,
+# include/uapi/linux/oom.h), or 1001, above every process, for "kills nothing".
+OomAdj = Annotated[int, Field(ge=-1000, le=1001)]
+Count = Annotated[int, Field(ge=0, le=1000)]  # cached-process counts
 
 
 class ClusterSpec(_Model):
@@ -38,9 +50,11 @@ class ClusterSpec(_Model):
 class SchedSpec(_Model):
     """CFS tunables; None means the kernel default for this core count."""
 
-    latency_ns: int | None = Field(default=None, gt=0)
-    min_granularity_ns: int | None = Field(default=None, gt=0)
-    wakeup_granularity_ns: int | None = Field(default=None, ge=0)
+    # The kernel's sysctl limits (kernel/sched/core.c: min_sched_granularity_ns = 100 µs,
+    # max_sched_granularity_ns = 1 s, min_wakeup_granularity_ns = 0).
+    latency_ns: int | None = Field(default=None, ge=100_000, le=1_000_000_000)
+    min_granularity_ns: int | None = Field(default=None, ge=100_000, le=1_000_000_000)
+    wakeup_granularity_ns: int | None = Field(default=None, ge=0, le=1_000_000_000)
 
 
 class CpuSpec(_Model):
@@ -82,7 +96,7 @@ class MemorySpec(_Model):
     ram_mb: int = Field(ge=256, le=65536)
     # Carve-outs (modem, GPU, TrustZone) plus kernel text/data: RAM userspace never sees.
     # None → 12% of RAM (a 1 GB Go phone reports MemTotal ≈ 880 MB; calibration).
-    reserved_mb: int | None = Field(default=None, ge=0)
+    reserved_mb: int | None = Field(default=None, ge=0, le=65536)
     swappiness: int = Field(default=60, ge=0, le=200)  # vm.swappiness, Linux default
     watermark_scale_factor: int = Field(default=10, ge=1, le=1000)  # mm/page_alloc.c
     # zRAM: size as a fraction of RAM and the compression ratio (spec 06: kernel docs
@@ -92,17 +106,23 @@ class MemorySpec(_Model):
     # Reclaim CPU costs in reference cycles per 4 KB page (calibration constants:
     # scanning a page — LRU isolation, the rmap walk that checks its referenced bits,
     # putback — ~2 µs on a 1 GHz A53; lz4 ~350 MB/s compress, ~1.3 GB/s decompress).
-    scan_cycles_per_page: int = Field(default=2_000, ge=0)
-    compress_cycles_per_page: int = Field(default=12_000, ge=0)
-    decompress_cycles_per_page: int = Field(default=3_000, ge=0)
+    scan_cycles_per_page: int = Field(default=2_000, ge=0, le=_MAX_CYCLES)
+    compress_cycles_per_page: int = Field(default=12_000, ge=0, le=_MAX_CYCLES)
+    decompress_cycles_per_page: int = Field(default=3_000, ge=0, le=_MAX_CYCLES)
     # A scanned page that its process used recently is found referenced and rotated
     # instead of reclaimed. "Recently" = the pages touched, decayed with this time
     # constant (roughly one LRU scan cycle; calibration constant).
-    referenced_window_ms: float = Field(default=1000.0, gt=0)
+    referenced_window_ms: float = Field(default=1000.0, gt=0, le=3_600_000)  # ≤ an hour
     # Pages per reclaim pass (kswapd and direct reclaim): the kernel's SWAP_CLUSTER_MAX
     # (32). A larger value is a simulation granularity for hour-long workloads — the same
     # pages are reclaimed, in fewer, bigger steps.
     reclaim_batch_pages: int = Field(default=32, ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _reserved_below_ram(self) -> MemorySpec:
+        if self.reserved_mb is not None and self.reserved_mb >= self.ram_mb:
+            raise ValueError(f"reserved_mb ({self.reserved_mb}) must be below ram_mb")
+        return self
 
     @property
     def total_pages(self) -> int:
@@ -119,15 +139,15 @@ class StorageSpec(_Model):
     capacity_gb: int = Field(ge=1, le=4096)
     # Request service times (calibration: eMMC 4.5/5.0 random 4 KB reads ~0.2–0.4 ms,
     # UFS 2.x ~0.1 ms; per extra page at sequential speed ~100 MB/s eMMC, 400 MB/s UFS).
-    read_latency_us: float | None = Field(default=None, gt=0)
-    write_latency_us: float | None = Field(default=None, gt=0)
-    per_page_us: float | None = Field(default=None, ge=0)
+    read_latency_us: float | None = Field(default=None, gt=0, le=_MAX_LATENCY_US)
+    write_latency_us: float | None = Field(default=None, gt=0, le=_MAX_LATENCY_US)
+    per_page_us: float | None = Field(default=None, ge=0, le=_MAX_LATENCY_US)
     # CPU per request in the queue thread (mmcqd), reference cycles; None → by type.
     # Calibration: the eMMC path on 3.x/4.x kernels prepares and maps the request, does
     # cache maintenance on its buffers, and polls the card's busy status (CMD13) in
     # mmcqd's own context — ~0.2 ms per request on an A53; UFS hands off to the
     # controller's queue (~0.05 ms).
-    cycles_per_request: int | None = Field(default=None, ge=0)
+    cycles_per_request: int | None = Field(default=None, ge=0, le=_MAX_CYCLES)
     readahead_pages: int = Field(default=32, ge=1, le=512)  # VM readaround on a fault
 
     @property
@@ -158,13 +178,13 @@ class VideoSpec(_Model):
     player composites each frame and SurfaceFlinger composes the screen. Defaults are
     mid-range guesses pending the spec 01 §Calibration fit (documented per profile)."""
 
-    decode_cycles_per_mpixel: float = Field(default=2.0e6, ge=0)  # CPU side of HW decode
+    decode_cycles_per_mpixel: float = Field(default=2.0e6, ge=0, le=_MAX_CYCLES)  # HW decode
     # Player compositor per megapixel of video. Fitted once, on the Nokia 1: 1080p30 at
     # Normal drops ≈ 19% of frames (spec 01 §Calibration targets); work is in reference
     # cycles, so the same constant serves every phone (faster cores finish it sooner).
-    compose_cycles_per_mpixel: float = Field(default=13.0e6, ge=0)
-    main_cycles_per_frame: float = Field(default=1.5e6, ge=0)  # browser main thread
-    surfaceflinger_cycles_per_frame: float = Field(default=0.8e6, ge=0)
+    compose_cycles_per_mpixel: float = Field(default=13.0e6, ge=0, le=_MAX_CYCLES)
+    main_cycles_per_frame: float = Field(default=1.5e6, ge=0, le=_MAX_CYCLES)  # browser main
+    surfaceflinger_cycles_per_frame: float = Field(default=0.8e6, ge=0, le=_MAX_CYCLES)
     # Frame-to-frame spread of decode/composite cost (I/P/B frames, scene content): the
     # sigma of a mean-one lognormal multiplier; 0 = every frame costs the same.
     frame_cost_sigma: float = Field(default=0.25, ge=0, le=2)
@@ -176,7 +196,10 @@ class LmkSpec(_Model):
     # vmpressure: level → minimum killable oom_score_adj (legacy lmkd, spec 01);
     # minfree: the (minfree KB, adj) table; psi: lmkd's PSI thresholds.
     mode: Literal["vmpressure", "minfree", "psi"] = "vmpressure"
-    minfree_kb: Annotated[tuple[int, ...], Field(strict=False)] = (
+    minfree_kb: Annotated[
+        tuple[Annotated[int, Field(ge=0, le=64 * 1024 * 1024)], ...],  # ≤ 64 GB, in KB
+        Field(strict=False, max_length=6),  # lmkd: at most 6 levels (MAX_TARGETS)
+    ] = (
         12288,
         18432,
         24576,
@@ -184,7 +207,7 @@ class LmkSpec(_Model):
         43008,
         49152,
     )  # spec 06
-    minfree_adj: Annotated[tuple[int, ...], Field(strict=False)] = (
+    minfree_adj: Annotated[tuple[OomAdj, ...], Field(strict=False, max_length=6)] = (
         0,
         100,
         200,
@@ -192,8 +215,8 @@ class LmkSpec(_Model):
         900,
         950,
     )  # spec 06
-    medium_adj: int = 800  # vmpressure medium (≥ 60) kills cached/background (spec 01)
-    critical_adj: int = 0  # vmpressure critical (≥ 95) makes the foreground killable
+    medium_adj: OomAdj = 800  # vmpressure medium (≥ 60) kills cached/background (spec 01)
+    critical_adj: OomAdj = 0  # vmpressure critical (≥ 95) makes the foreground killable
     # Legacy lmkd's swap-aware filter of vmpressure events (lmkd.cpp mp_event_common,
     # Android 9–10): mem_pressure = 100 × RAM usage / (RAM + swap usage). With
     # ``critical_upgrade`` an event below critical becomes critical when mem_pressure <
@@ -206,14 +229,17 @@ class LmkSpec(_Model):
     upgrade_pressure: int = Field(default=100, ge=0, le=100)
     downgrade_pressure: int = Field(default=100, ge=0, le=100)
     swap_free_low_percentage: int = Field(default=10, ge=0, le=100)
-    psi_partial_stall_ms: int | None = None  # None: 70, or 200 on low-RAM devices (spec 06)
-    psi_complete_stall_ms: int = 700  # spec 06
-    event_cycles: int = 200_000  # lmkd's CPU per event (reads /proc/meminfo, zoneinfo)
-    kill_cycles: int = 2_000_000  # …and per kill (reads /proc of every process)
-    kill_free_delay_ms: float = 50.0  # SIGKILL → pages back on the free list
+    # Stall thresholds are per PSI window of 1 s (lmkd's PSI_WINDOW_SIZE_MS).
+    # None: 70, or 200 on low-RAM devices (spec 06)
+    psi_partial_stall_ms: int | None = Field(default=None, ge=1, le=1000)
+    psi_complete_stall_ms: int = Field(default=700, ge=1, le=1000)  # spec 06
+    # lmkd's CPU per event (reads /proc/meminfo, zoneinfo)…
+    event_cycles: int = Field(default=200_000, ge=0, le=_MAX_CYCLES)
+    kill_cycles: int = Field(default=2_000_000, ge=0, le=_MAX_CYCLES)  # …and per kill
+    kill_free_delay_ms: float = Field(default=50.0, ge=0, le=_MAX_DELAY_MS)  # SIGKILL → freed
     # ActivityManager: cached+empty count at or below which fg apps get RUNNING_MODERATE,
     # LOW, CRITICAL trims (spec 01: 6/5/3 on the 1 GB Go phone; spec 06 defaults 5/3).
-    trim_cached_thresholds: Annotated[tuple[int, int, int], Field(strict=False)] = (6, 5, 3)
+    trim_cached_thresholds: Annotated[tuple[Count, Count, Count], Field(strict=False)] = (6, 5, 3)
 
     @model_validator(mode="after")
     def _tables_match(self) -> LmkSpec:
@@ -232,12 +258,13 @@ class GpuSpec(_Model):
     # by page takes ≈ 575 ms on the Nexus 5 (spec 02: the median user-tolerable delay was
     # what ~100 MB took there), with the packaged table; it folds in the per-page work
     # around LZ4 (page allocation, IOMMU and page-table updates). Refit with your own table.
-    lz4_cycles_per_host_ns: float = Field(default=55.0, gt=0)
+    lz4_cycles_per_host_ns: float = Field(default=55.0, gt=0, le=10_000)
 
 
 class DisplaySpec(_Model):
-    width_px: int = Field(ge=1)
-    height_px: int = Field(ge=1)
+    # 16384 px: the largest texture mobile GPUs take; no phone panel comes close (4K).
+    width_px: int = Field(ge=1, le=16384)
+    height_px: int = Field(ge=1, le=16384)
     refresh_hz: float = Field(default=60.0, gt=0, le=240)
 
 
