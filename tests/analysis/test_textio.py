@@ -20,7 +20,8 @@ from mqoe.analysis.textio import (
 from mqoe.errors import InputFileError
 from tests.unprivileged import run_python_as_nobody, world_dir
 
-_LINE = st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)))
+# NUL is left out: text files do not hold it, and BOM-less UTF-16 is told from UTF-8 by NULs.
+_LINE = st.text(st.characters(blacklist_characters="\r\n\x00", blacklist_categories=("Cs",)))
 _END = st.sampled_from(["\n", "\r\n", "\r", "\r\r\n"])
 _CODEC = st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be"])
 
@@ -117,3 +118,19 @@ def test_unreadable_file_and_folder_name_the_path_as_another_user() -> None:
             f"{secret}: permission denied (cannot read it as this user)",
             f"{secret / 'trace.txt'}: permission denied (cannot read it as this user)",
         ]
+
+
+def test_a_damaged_gzip_stream_is_a_one_line_error(tmp_path: Path) -> None:
+    data = bytearray(gzip.compress(b"line\n" * 1000))
+    data[20:40] = bytes(20)  # inside the deflate stream
+    path = tmp_path / "x.gz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputFileError, match=r"x\.gz: cannot read it"):
+        read_text(path)
+
+
+def test_read_text_over_the_limit_says_what_was_expected(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_text("x" * 100)
+    with pytest.raises(InputFileError, match="larger than 10 bytes, expected a tiny trace"):
+        read_text(path, max_bytes=10, what="a tiny trace")

@@ -26,6 +26,7 @@ import codecs
 import errno
 import gzip
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
@@ -92,9 +93,11 @@ def sniff_encoding(head: bytes) -> tuple[str, int]:
     sample = head[:_SNIFF_BYTES]
     if len(sample) >= 4:
         even, odd = sample[0::2], sample[1::2]
-        if odd.count(0) > len(odd) // 2 and even.count(0) == 0:
+        # ASCII-range text in UTF-16 has a NUL in every high byte; a stray NUL character
+        # puts one in the low byte too, so a few are tolerated there.
+        if odd.count(0) > len(odd) // 2 and even.count(0) <= len(even) // 8:
             return "utf-16-le", 0
-        if even.count(0) > len(even) // 2 and odd.count(0) == 0:
+        if even.count(0) > len(even) // 2 and odd.count(0) <= len(odd) // 8:
             return "utf-16-be", 0
     return "utf-8", 0
 
@@ -168,7 +171,12 @@ def split_lines(
         if len(carry) > max_line_chars:
             overflow, carry = True, ""
             yield None
-    if (carry or pending) and not overflow:
+    # At the end, held CRs are line ends: CR, not the start of CR LF after all.
+    if pending:
+        if not overflow:
+            yield carry
+        yield from [""] * (len(pending) - 1)
+    elif carry and not overflow:
         yield carry
 
 
@@ -182,19 +190,20 @@ def iter_lines(
     return split_lines(decode_chunks(stream, chunk_bytes), max_line_chars)
 
 
-def read_text(path: str | Path, max_bytes: int | None = None) -> str:
+def read_text(path: str | Path, max_bytes: int | None = None, what: str = "a small file") -> str:
     """A whole (small) file as text: gunzipped, decoded, line ends normalised to LF.
-    ``max_bytes`` bounds the decompressed size (an error past it, never a huge buffer)."""
+    ``max_bytes`` bounds the decompressed size (an error past it, never a huge buffer);
+    ``what`` names what was expected in that error (``"a trace of at most 256 MiB"``)."""
     stream, raw, _ = open_input(path)
     try:
         limit = -1 if max_bytes is None else max_bytes + 1
         data = stream.read(limit)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
         raise InputFileError(path, f"cannot read it: {exc}") from None
     finally:
         raw.close()
     if max_bytes is not None and len(data) > max_bytes:
-        raise InputFileError(path, f"larger than {max_bytes} bytes, expected a small file")
+        raise InputFileError(path, f"larger than {max_bytes} bytes, expected {what}")
     codec, skip = sniff_encoding(data[:_SNIFF_BYTES])
     return normalise_line_ends(data[skip:].decode(codec, errors="replace"))
 
