@@ -9,8 +9,12 @@ analysis never imports the engine.
 
 File format accepted
 --------------------
-UTF-8 text (a leading BOM is ignored; gzip-compressed files are read as well), one
-record per line, LF or CRLF line ends.
+Text, one record per line, read through :mod:`mqoe.analysis.textio`: UTF-8 with or
+without a BOM, UTF-16 with or without a BOM (Windows PowerShell's ``adb shell cat … >
+file`` writes UTF-16LE), gzip-compressed or not; LF, CRLF, CR or CR CR LF line ends.
+Every variant gives the same tables, and the same line numbers in errors (the ones an
+editor shows). Bytes that are not valid in the encoding read as U+FFFD (so a damaged
+number is a field error on its line; damaged free text is kept as it reads).
 A line is a *tag* — letters, digits or ``_`` starting with a letter — then ``:``, then
 the fields (whitespace before the tag or the colon is tolerated). After the colon the
 fields of ``M D T B`` lines are separated by runs of whitespace (the logger writes
@@ -69,7 +73,9 @@ subdirectories is one phone (named after it) made of all its files; a directory 
 subdirectories is a fleet, each subdirectory one phone; files named on their own are
 grouped by the part of their name before the first dot (``p7.log`` + ``p7.conf`` →
 phone ``p7``). Hidden files and ``*.md`` files are ignored. A single log holding its
-own ``C:`` line is a phone too.
+own ``C:`` line is a phone too. A path that is missing or that this user may not read
+(a file, a folder, or anything inside a folder it may not enter) is one
+:class:`~mqoe.errors.InputFileError` naming that path, never a ``PermissionError``.
 
 Statistics (:func:`analyze`)
 ----------------------------
@@ -108,9 +114,10 @@ Errors name the file and line (:class:`InputFileError`).
 
 from __future__ import annotations
 
-import gzip
 import math
+import os
 import re
+import stat
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -122,6 +129,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from mqoe.analysis.textio import describe_os_error, read_text
 from mqoe.errors import InputFileError, UserError
 
 FloatArray = npt.NDArray[np.float64]
@@ -238,6 +246,9 @@ _C_FIELDS = (
 )  # fmt: skip
 _TAG = re.compile(r"([A-Za-z][A-Za-z0-9_]*)[ \t]*:")
 _CHUNK_LINES = 1 << 18  # tokenise in chunks: bounds the peak memory of a 3-week log
+# A 3-week log at 1 Hz is ~110 MB; the whole file is held while parsing (vectorised by
+# tag), so a bound keeps a gzip bomb or a wrong file from exhausting memory.
+_MAX_FILE_BYTES = 1 << 30
 _MAX_ISSUES = 1000  # skipped lines remembered individually (all are counted)
 
 
@@ -309,36 +320,71 @@ def _phone_stem(path: Path) -> str:
     return path.name.split(".", 1)[0] or path.name
 
 
+def _is_dir(path: Path) -> bool | None:
+    """True for a folder, False for anything else, None when nothing is there; a path
+    that cannot be looked at (e.g. inside a folder this user may not enter) is an error."""
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputFileError(path, describe_os_error(exc)) from None
+
+
+def _entries(folder: Path) -> tuple[list[Path], list[Path]]:
+    """The visible ``(files, subfolders)`` of ``folder``, sorted by name; an unreadable
+    folder is an error naming it. Other entries (sockets, FIFOs, broken links) are
+    skipped: they hold no log."""
+    try:
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError as exc:
+        raise InputFileError(folder, describe_os_error(exc)) from None
+    files: list[Path] = []
+    folders: list[Path] = []
+    for entry in entries:
+        path = Path(entry.path)
+        if not _visible(path):
+            continue
+        try:
+            if entry.is_dir():
+                folders.append(path)
+            elif entry.is_file():
+                files.append(path)
+        except OSError as exc:
+            raise InputFileError(path, describe_os_error(exc)) from None
+    return files, folders
+
+
 def discover_phones(paths: Sequence[str | Path]) -> dict[str, list[Path]]:
     """Group files into phones (see the module docstring); name → files, sorted.
 
-    Two groups that would share a name are told apart by their parent directory.
+    Two groups that would share a name are told apart by their parent directory. A
+    missing or unreadable path is an :class:`InputFileError` naming it.
     """
     groups: dict[Path, list[Path]] = {}  # key: the directory, or parent/stem for files
     for item in map(Path, paths):
-        if item.is_dir():
-            children = sorted(p for p in item.iterdir() if _visible(p))
-            subdirs = [p for p in children if p.is_dir()]
-            if not subdirs:
-                groups.setdefault(item, []).extend(p for p in children if p.is_file())
-                continue
-            for sub in subdirs:
-                groups.setdefault(sub, []).extend(
-                    sorted(p for p in sub.iterdir() if p.is_file() and _visible(p))
-                )
-            for loose in (p for p in children if p.is_file()):
-                groups.setdefault(item / _phone_stem(loose), []).append(loose)
-        elif item.exists():
+        kind = _is_dir(item)
+        if kind is None:
+            raise InputFileError(item, "no such file or folder")
+        if not kind:
             groups.setdefault(item.parent / _phone_stem(item), []).append(item)
-        else:
-            raise InputFileError(item, "no such file or directory")
+            continue
+        files, subdirs = _entries(item)
+        if not subdirs:
+            groups.setdefault(item, []).extend(files)
+            continue
+        for sub in subdirs:
+            groups.setdefault(sub, []).extend(_entries(sub)[0])
+        for loose in files:
+            groups.setdefault(item / _phone_stem(loose), []).append(loose)
     names = Counter(key.name for key in groups)
     out: dict[str, list[Path]] = {}
-    for key, files in groups.items():
+    for key, found in groups.items():
         name = key.name if names[key.name] == 1 else f"{key.parent.name}/{key.name}"
-        if not files:
+        if not found:
             raise InputFileError(key, "no log files for this phone")
-        out[str(key) if name in out else name] = sorted(set(files))
+        out[str(key) if name in out else name] = sorted(set(found))
     return out
 
 
@@ -364,8 +410,8 @@ def load_phone(
     items = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     files: list[Path] = []
     for item in items:
-        if item.is_dir():
-            inside = sorted(p for p in item.iterdir() if p.is_file() and _visible(p))
+        if _is_dir(item):
+            inside = _entries(item)[0]
             if not inside:
                 raise InputFileError(item, "no log files in this directory")
             files.extend(inside)
@@ -379,23 +425,11 @@ def load_phone(
 
 
 def _read_text(path: Path) -> str:
+    """The whole file as text with LF line ends, whatever encoding and line ends it has."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputFileError(path, "no such file") from None
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read: {exc.strerror or exc}") from None
-    if data[:2] == b"\x1f\x8b":  # gzip magic: logs pulled off phones are often compressed
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputFileError(path, f"corrupt gzip file: {exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputFileError(path, "not UTF-8 text", line=line) from None
-    return text[1:] if text.startswith("\ufeff") else text
+        return read_text(path, max_bytes=_MAX_FILE_BYTES)
+    except zlib.error as exc:  # a damaged deflate stream inside a well-formed gzip header
+        raise InputFileError(path, f"corrupt gzip file: {exc}") from None
 
 
 # -- parsing one file ------------------------------------------------------------------
@@ -507,7 +541,7 @@ class _FileParser:
         self.issues.append((line, what))
 
     def parse(self) -> _FileParser:
-        text = _read_text(self.path).replace("\r\n", "\n")
+        text = _read_text(self.path)
         body = text.rstrip("\x00")  # a phone that lost power may pad the file with NULs
         lines = body.split("\n")
         terminated = body.endswith("\n") or not body
@@ -701,42 +735,63 @@ def _frame(columns: Mapping[str, npt.NDArray[Any]], nullable: Sequence[str] = ()
 
 
 def _sorted_unique(
-    frame: pd.DataFrame, subset: list[str] | None = None
-) -> tuple[pd.DataFrame, int]:
-    """Stable sort by unix_ms; drop exact duplicates (only possible at equal times)."""
-    times = frame["unix_ms"].to_numpy(np.int64)
+    columns: Mapping[str, npt.NDArray[Any]], subset: Sequence[str] | None = None
+) -> tuple[dict[str, npt.NDArray[Any]], int]:
+    """Stable sort by unix_ms; drop exact duplicates (only possible at equal times).
+
+    Works on the column arrays, so a phone's table is built once (pandas' per-frame
+    overhead, not the data, dominated small phones when each file made its own frames).
+    """
+    out = dict(columns)
+    times = out["unix_ms"]
     if len(times) > 1 and not bool(np.all(times[1:] >= times[:-1])):
         order = np.argsort(times, kind="stable")
-        frame = frame.iloc[order].reset_index(drop=True)
-        times = times[order]
+        out = {name: values[order] for name, values in out.items()}
+        times = out["unix_ms"]
     if len(times) < 2 or not bool(np.any(times[1:] == times[:-1])):
-        return frame, 0
-    duplicated = frame.duplicated(subset=subset, keep="first").to_numpy(np.bool_)
-    return frame.loc[~duplicated].reset_index(drop=True), int(duplicated.sum())
+        return out, 0
+    keys = pd.DataFrame({name: out[name] for name in (subset or list(out))})
+    duplicated = keys.duplicated(keep="first").to_numpy(np.bool_)
+    return {name: values[~duplicated] for name, values in out.items()}, int(duplicated.sum())
+
+
+def _joined(files: list[_FileParser], tags: Sequence[str], names: Sequence[str]) -> dict[str, Any]:
+    """The columns ``names`` of every file's ``tags`` tables, end to end (file order)."""
+    return {
+        name: np.concatenate([parsed.columns[tag][name] for parsed in files for tag in tags])
+        for name in names
+    }
 
 
 def _merge(name: str, paths: tuple[Path, ...], files: list[_FileParser]) -> PhoneLog:
     base = [column for column, _, _ in _BASE]
-    tables: dict[str, list[pd.DataFrame]] = {"samples": [], "meminfo": [], "T": [], "B": []}
-    reordered = 0
-    for parsed in files:
-        m, d = parsed.columns["M"], parsed.columns["D"]
-        for tag in _FIELDS:
-            reordered += _reordered(parsed.columns[tag]["unix_ms"])
-        # D before M, so that an M: line repeating a D: line's sample is the one dropped
-        for code, cols in ((1, d), (0, m)):
-            sample = _frame({c: cols[c] for c in base}, nullable=["running_services"])
-            kind = pd.Categorical.from_codes(np.full(len(sample), code), pd.Index(["M", "D"]))
-            sample.insert(1, "kind", pd.Series(kind))
-            tables["samples"].append(sample)
-        kb = {"unix_ms": d["unix_ms"]} | {c: d[c] for c in MEMINFO_COLUMNS}
-        tables["meminfo"].append(_frame(kb, nullable=MEMINFO_COLUMNS))
-        tables["T"].append(_frame(parsed.columns["T"]))
-        tables["B"].append(_frame(parsed.columns["B"]))
-    samples, dup_samples = _sorted_unique(pd.concat(tables["samples"], ignore_index=True), base)
-    meminfo, dup_meminfo = _sorted_unique(pd.concat(tables["meminfo"], ignore_index=True))
-    trims, dup_trims = _sorted_unique(pd.concat(tables["T"], ignore_index=True))
-    broadcasts, dup_broadcasts = _sorted_unique(pd.concat(tables["B"], ignore_index=True))
+    reordered = sum(
+        _reordered(parsed.columns[tag]["unix_ms"]) for parsed in files for tag in _FIELDS
+    )
+    # D before M in each file, so that an M: line repeating a D: line's sample is the one
+    # dropped as a duplicate (kind 1 = D, 0 = M).
+    joined = _joined(files, ("D", "M"), base)
+    joined["kind"] = np.concatenate(
+        [
+            np.full(len(parsed.columns[tag]["unix_ms"]), code, dtype=np.int8)
+            for parsed in files
+            for tag, code in (("D", 1), ("M", 0))
+        ]
+    )
+    sample_cols, dup_samples = _sorted_unique(joined, base)
+    codes = sample_cols.pop("kind")
+    samples = _frame(sample_cols, nullable=["running_services"])
+    samples.insert(1, "kind", pd.Series(pd.Categorical.from_codes(codes, pd.Index(["M", "D"]))))
+    meminfo_cols, dup_meminfo = _sorted_unique(
+        _joined(files, ("D",), ["unix_ms", *MEMINFO_COLUMNS])
+    )
+    meminfo = _frame(meminfo_cols, nullable=MEMINFO_COLUMNS)
+    trim_cols, dup_trims = _sorted_unique(_joined(files, ("T",), [c for c, _, _ in _FIELDS["T"]]))
+    trims = _frame(trim_cols)
+    broadcast_cols, dup_broadcasts = _sorted_unique(
+        _joined(files, ("B",), [c for c, _, _ in _FIELDS["B"]])
+    )
+    broadcasts = _frame(broadcast_cols)
     configs = [c for parsed in files for c in parsed.configs]
     config = max(reversed(configs), key=lambda c: c.unix_ms) if configs else None
     issues = [LineIssue(str(p.path), line, what) for p in files for line, what in p.issues]
@@ -900,13 +955,20 @@ def _phone_row(
 # -- the report --------------------------------------------------------------------------
 
 
-def _only(values: pd.Series[float]) -> float:
-    array = values.to_numpy(np.float64)
-    return float(array[0]) if len(array) == 1 else math.nan
+def _median(values: FloatArray) -> float:
+    """Median of the non-NaN values (as pandas' ``Series.median``), NaN when none."""
+    finite = values[~np.isnan(values)]
+    return float(np.median(finite)) if len(finite) else math.nan
 
 
-def _share(values: pd.Series[float], test: Any) -> float:
-    return float(np.mean(test(values.to_numpy(np.float64)))) if len(values) else math.nan
+def _share(values: FloatArray, test: Any) -> float:
+    return float(np.mean(test(values))) if len(values) else math.nan
+
+
+def _by_pair(frame: pd.DataFrame, source: str, target: str, value: str) -> dict[Any, float]:
+    """``{(source, target): value}`` over a small table's rows."""
+    keys = zip(frame[source].tolist(), frame[target].tolist(), strict=True)
+    return dict(zip(keys, frame[value].to_numpy(np.float64).tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -928,28 +990,35 @@ class MemlogReport:
     def summary(self) -> dict[str, float]:
         """Headline numbers; the keys of :data:`SPEC01_POPULATION_FACTS` among them."""
         phones = self.tables["phones"]
-        kept = phones.loc[phones["kept"].astype(bool)]
-        util = kept["median_utilisation"]
+        kept = phones["kept"].to_numpy(np.bool_)
+
+        def of_kept(column: str) -> FloatArray:
+            values: FloatArray = phones[column].to_numpy(np.float64)[kept]
+            return values
+
+        util = of_kept("median_utilisation")
+        n_kept = int(kept.sum())
         out = {
             "n_phones": float(len(phones)),
-            "n_kept": float(len(kept)),
-            "n_dropped": float(len(phones) - len(kept)),
-            "interactive_h_kept": float(kept["interactive_h"].sum()),
-            "median_of_median_utilisation": float(util.median()) if len(kept) else math.nan,
+            "n_kept": float(n_kept),
+            "n_dropped": float(len(phones) - n_kept),
+            "interactive_h_kept": float(of_kept("interactive_h").sum()),
+            "median_of_median_utilisation": _median(util),
             "share_util_ge_60pct": _share(util, lambda v: v >= 0.60),
             "share_util_ge_75pct": _share(util, lambda v: v >= 0.75),
-            "share_pressure_ge_1_per_h": _share(kept["pressure_per_h"], lambda v: v >= 1.0),
-            "share_critical_gt_10_per_h": _share(kept["critical_per_h"], lambda v: v > 10.0),
+            "share_pressure_ge_1_per_h": _share(of_kept("pressure_per_h"), lambda v: v >= 1.0),
+            "share_critical_gt_10_per_h": _share(of_kept("critical_per_h"), lambda v: v > 10.0),
         }
-        transitions, dwell = self.tables["transitions"], self.tables["dwell"]
+        # Small fixed tables (one row per state pair): looked up, not filtered by masks.
+        probability = _by_pair(self.tables["transitions"], "from_state", "to_state", "probability")
         for to in ("Normal", "Moderate", "Low"):
-            pair = (transitions["from_state"] == "Critical") & (transitions["to_state"] == to)
-            out[f"p_critical_to_{to.lower()}"] = _only(transitions.loc[pair, "probability"])
+            out[f"p_critical_to_{to.lower()}"] = probability.get(("Critical", to), math.nan)
+        dwell = self.tables["dwell"]
+        by_measure = {m: _by_pair(dwell, "state", "to_state", m + "_s") for m in ("median", "p75")}
         for to in ("Low", "Normal"):
-            pair = (dwell["state"] == "Critical") & (dwell["to_state"] == to)
-            for stat in ("median", "p75"):
-                value = _only(dwell.loc[pair, stat + "_s"])
-                out[f"dwell_critical_to_{to.lower()}_{stat}_s"] = value
+            for measure, values in by_measure.items():
+                key = f"dwell_critical_to_{to.lower()}_{measure}_s"
+                out[key] = values.get(("Critical", to), math.nan)
         return out
 
     def comparison(self) -> pd.DataFrame:
@@ -1048,15 +1117,16 @@ def _transition_table(dwells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _dwell_table(dwells: pd.DataFrame) -> pd.DataFrame:
+    state = dwells["state"].to_numpy(dtype=object)
+    target = dwells["to_state"].to_numpy(dtype=object)
+    seconds = dwells["dwell_s"].to_numpy(np.float64)
     rows = []
     for source in STATES:
+        mine = state == source
         for to in ("any", *STATES):
             if to == source:
                 continue
-            mine = dwells["state"] == source
-            if to != "any":
-                mine &= dwells["to_state"] == to
-            values = dwells.loc[mine, "dwell_s"].to_numpy(np.float64)
+            values = seconds[mine if to == "any" else mine & (target == to)]
             median = float(np.median(values)) if len(values) else math.nan
             p75 = float(np.percentile(values, 75)) if len(values) else math.nan
             rows.append(

@@ -12,9 +12,25 @@ Formats read (``load_trace(path)`` tells them apart by content):
   line, non-decreasing; each line is one delivery opportunity for an MTU-sized
   (1500-byte) packet. Mahimahi replays the file in a loop whose period is the last
   timestamp; we bin the opportunities into fixed bins (default 100 ms) over that period.
-* ``text`` — ``time_s throughput_mbps`` per line (whitespace- or comma-separated, ``#``
-  comments), as in Pensieve's "cooked" traces: each value holds until the next line's
-  time, the last one for the median step. Time before the first line is not part of it.
+* ``text`` — Pensieve's "cooked" traces (and its successors': the FCC, Norway 3G, Oboe
+  and Puffer conversions): ``time_s throughput_mbps`` per line, separated by spaces,
+  tabs or a comma; numbers as Python's ``float()`` reads them (``1.5e-1`` too); blank
+  lines and ``#`` comments are skipped. Line *i* ≥ 1 gives the throughput over
+  (t[i−1], t[i]], as Pensieve's simulator replays it (``env.py`` carries
+  ``cooked_bw[ptr]`` for ``cooked_time[ptr] − cooked_time[ptr − 1]``); so the first
+  line only marks the start, and the trace lasts last time − first time. Times need
+  not start at 0 (the trace starts at the first one; Pensieve assumes 0); a repeated
+  time is an empty interval and is dropped (Pensieve carries nothing over it); zero
+  throughput is a real outage and is kept. Errors (``file:line``): not two numbers, a
+  number that is not finite, a negative throughput, a time going back. A file with
+  fewer than two distinct times, or whose every throughput is 0, is an error too.
+  Pensieve's loader would also read columns after the second; we refuse them, as a
+  file with more columns (a raw, unconverted log) would be misread silently.
+
+Every format is read through :mod:`mqoe.analysis.textio`: gzip, UTF-8 with or without
+a BOM, UTF-16 (PowerShell's ``>``), and LF, CRLF, CR or CR CR LF line ends all give the
+same trace; line numbers in errors are the ones an editor shows. Unreadable paths are
+one-line errors naming them (:class:`~mqoe.errors.InputFileError`).
 
 Also the Sabre-style video manifest (:func:`load_manifest`) and a constant-bitrate
 :func:`synthetic_manifest`. Errors name the file and line (:class:`InputFileError`).
@@ -27,6 +43,7 @@ import itertools
 import json
 import math
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +52,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from mqoe.analysis.textio import read_text
 from mqoe.errors import InputFileError, UserError
 from mqoe.policies.abr.base import Representation
 
@@ -48,6 +66,8 @@ FORMATS = ("auto", "sabre", "mahimahi", "text")
 _SPLIT = re.compile(r"[\s,]+")
 _DIGITS = re.compile(r"[0-9]+")
 _MAX_STAMP_MS = 10**12  # ~32 years: anything larger is not a delivery trace
+_STAMP_DIGITS = len(str(_MAX_STAMP_MS))
+_MAX_FILE_BYTES = 1 << 28  # 256 MiB decompressed: Mahimahi at 1 Gbit/s for ~8 min
 _MAX_BINS = 5_000_000  # ~6 days at 100 ms bins: bounds memory on a corrupt file
 
 
@@ -158,14 +178,11 @@ def synthetic_manifest(
 
 
 def _read_text(path: Path) -> str:
+    """The whole file as text with LF line ends (any encoding and line end textio reads)."""
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputFileError(path, "no such file") from None
-    except UnicodeDecodeError:
-        raise InputFileError(path, "not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read: {exc.strerror or exc}") from None
+        return read_text(path, max_bytes=_MAX_FILE_BYTES)
+    except zlib.error as exc:  # a damaged deflate stream inside a well-formed gzip header
+        raise InputFileError(path, f"corrupt gzip file: {exc}") from None
 
 
 def load_trace(
@@ -193,16 +210,35 @@ def load_trace(
     label = file.stem if name is None else name
     kind = _detect(text, file) if fmt == "auto" else fmt
     if kind == "sabre":
-        return _parse_sabre(text, file, label, latency_ms)
-    if kind == "mahimahi":
-        return _parse_mahimahi(text, file, label, latency_ms, bin_ms)
-    return _parse_text(text, file, label, latency_ms)
+        trace = _parse_sabre(text, file, label, latency_ms)
+    elif kind == "mahimahi":
+        trace = _parse_mahimahi(text, file, label, latency_ms, bin_ms)
+    else:
+        trace = _parse_text(text, file, label, latency_ms)
+    return _carries_data(trace, file)
+
+
+def _carries_data(trace: ThroughputTrace, path: Path) -> ThroughputTrace:
+    """A replayed trace must last a finite time and carry a finite, non-zero number of
+    bits per period (segments valid one by one can still sum past float range)."""
+    with np.errstate(over="ignore"):
+        period_ms = trace.period_ms
+        bits = trace.bits_per_period
+    if not math.isfinite(period_ms):
+        raise InputFileError(path, "the trace is too long: its period overflows")
+    if not math.isfinite(bits):
+        raise InputFileError(path, "throughputs too large: the bits per period overflow")
+    if bits <= 0:
+        raise InputFileError(path, "the trace carries no data (every throughput is 0)")
+    return trace
 
 
 def _data_lines(text: str) -> list[tuple[int, list[str]]]:
     """(line number, fields) for every line that is not blank or a ``#`` comment."""
     out = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # split("\n"), not splitlines(): textio made every line end LF, and splitlines()
+    # would also break at U+2028, form feeds etc., numbering lines unlike an editor.
+    for number, raw in enumerate(text.split("\n"), start=1):
         line = raw.split("#", 1)[0].strip()
         if line:
             out.append((number, _SPLIT.split(line)))
@@ -329,14 +365,15 @@ def _parse_mahimahi(
     for number, fields in _data_lines(text):
         token = fields[0]
         if len(fields) != 1 or not _DIGITS.fullmatch(token):
+            got = " ".join(fields)
             raise InputFileError(
-                path,
-                f"expected one integer millisecond timestamp, got {' '.join(fields)!r}",
-                number,
+                path, f"expected one integer millisecond timestamp, got {got[:40]!r}", number
             )
+        # int() of a huge digit string is slow and refused past 4300 digits: length first.
+        if len(token.lstrip("0")) > _STAMP_DIGITS or int(token) > _MAX_STAMP_MS:
+            shown = token if len(token) <= 20 else token[:20] + "…"
+            raise InputFileError(path, f"timestamp {shown} ms is implausibly large", number)
         stamp = int(token)
-        if stamp > _MAX_STAMP_MS:
-            raise InputFileError(path, f"timestamp {stamp} ms is implausibly large", number)
         if stamp < previous:
             raise InputFileError(
                 path, f"timestamps must not decrease ({stamp} after {previous})", number
@@ -365,35 +402,53 @@ def _parse_mahimahi(
 
 
 def _parse_text(text: str, path: Path, name: str, latency_ms: float) -> ThroughputTrace:
+    """Pensieve's cooked trace: line i ≥ 1 holds over (t[i-1], t[i]] (module docstring)."""
     times: list[float] = []
-    rates: list[float] = []
+    kbps: list[float] = []
+    durations_ms: list[float] = []
     for number, fields in _data_lines(text):
-        if len(fields) != 2:
-            raise InputFileError(
-                path, f"expected 2 columns 'time_s throughput_mbps', got {len(fields)}", number
-            )
-        try:
-            time_s, mbps = float(fields[0]), float(fields[1])
-        except ValueError:
-            raise InputFileError(
-                path, f"expected two numbers 'time_s throughput_mbps', got {fields!r}", number
-            ) from None
-        if not (math.isfinite(time_s) and math.isfinite(mbps)):
-            raise InputFileError(path, "expected finite numbers", number)
-        if mbps < 0:
-            raise InputFileError(path, f"throughput must be >= 0, got {mbps:g}", number)
-        if times and time_s <= times[-1]:
-            raise InputFileError(
-                path, f"time must increase strictly ({time_s:g} after {times[-1]:g})", number
-            )
+        time_s, mbps = _cooked_line(fields, path, number)
+        if times:
+            step_ms = (time_s - times[-1]) * 1000.0
+            if step_ms < 0:
+                raise InputFileError(
+                    path, f"time must not go back ({time_s:g} after {times[-1]:g})", number
+                )
+            if not math.isfinite(step_ms):
+                raise InputFileError(path, f"step to {time_s:g} s is too long", number)
+            if step_ms > 0:  # a repeated time is an empty interval: nothing to carry
+                durations_ms.append(step_ms)
+                kbps.append(mbps * 1000.0)
         times.append(time_s)
-        rates.append(mbps)
     if len(times) < 2:
-        raise InputFileError(path, "a text trace needs at least two lines (to know its step)")
-    steps = np.diff(np.array(times))
-    durations_ms = np.append(steps, np.median(steps)) * 1000.0
-    bandwidth = np.array(rates) * 1000.0
-    return _trace(path, name, durations_ms, bandwidth, np.full(len(rates), latency_ms))
+        raise InputFileError(path, "a cooked trace needs at least two lines (a start and an end)")
+    if not durations_ms:
+        raise InputFileError(path, f"the trace lasts no time (every time is {times[0]:g} s)")
+    return _trace(
+        path, name, np.array(durations_ms), np.array(kbps), np.full(len(kbps), latency_ms)
+    )
+
+
+def _cooked_line(fields: list[str], path: Path, number: int) -> tuple[float, float]:
+    """``(time_s, throughput_mbps)`` of one cooked line, or the error naming it."""
+    if len(fields) != 2:
+        raise InputFileError(
+            path, f"expected 2 columns 'time_s throughput_mbps', got {len(fields)}", number
+        )
+    try:
+        time_s, mbps = float(fields[0]), float(fields[1])
+    except ValueError:
+        got = " ".join(fields)[:40]
+        raise InputFileError(
+            path, f"expected two numbers 'time_s throughput_mbps', got {got!r}", number
+        ) from None
+    if not (math.isfinite(time_s) and math.isfinite(mbps)):
+        raise InputFileError(path, "expected finite numbers", number)
+    if mbps < 0:
+        raise InputFileError(path, f"throughput must be >= 0, got {mbps:g}", number)
+    if not math.isfinite(mbps * 1000.0):
+        raise InputFileError(path, f"throughput {mbps:g} Mbit/s is too large", number)
+    return time_s, mbps
 
 
 def _trace(
@@ -417,8 +472,12 @@ def write_trace(trace: ThroughputTrace, path: str | Path, fmt: str) -> None:
     placed in the millisecond during which the trace completes ``k`` packets, and
     the last one is moved to the period's end (Mahimahi's loop period is the last
     timestamp). Each bin of the re-read trace is thus within one or two packets of the
-    original. Needs an integer-millisecond period and at least one packet.
+    original. Needs an integer-millisecond period and at least one packet. ``text``
+    reads back exactly (to float rounding of the summed times). The file is replaced
+    atomically: an interrupted write leaves any previous file whole.
     """
+    from mqoe.results.atomic import atomic_write_text  # lazily: pyarrow is slow to import
+
     file = Path(path)
     if fmt == "sabre":
         rows = [
@@ -427,14 +486,17 @@ def write_trace(trace: ThroughputTrace, path: str | Path, fmt: str) -> None:
                 trace.duration_ms, trace.bandwidth_kbps, trace.latency_ms, strict=True
             )
         ]
-        file.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(file, json.dumps(rows, indent=1) + "\n")
     elif fmt == "text":
-        starts = np.concatenate(([0.0], np.cumsum(trace.duration_ms)[:-1])) / 1000.0
+        # Cooked: each line's throughput holds since the previous line's time, so a
+        # first line at 0 marks the start; its rate is never used (the first one's given).
+        ends = np.cumsum(trace.duration_ms) / 1000.0
         mbps = (trace.bandwidth_kbps / 1000.0).tolist()
-        lines = [f"{t!r} {b!r}" for t, b in zip(starts.tolist(), mbps, strict=True)]
-        file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        lines = [f"0.0 {mbps[0]!r}"]
+        lines += [f"{t!r} {b!r}" for t, b in zip(ends.tolist(), mbps, strict=True)]
+        atomic_write_text(file, "\n".join(lines) + "\n")
     elif fmt == "mahimahi":
-        file.write_text("\n".join(map(str, _mahimahi_stamps(trace))) + "\n", encoding="utf-8")
+        atomic_write_text(file, "\n".join(map(str, _mahimahi_stamps(trace))) + "\n")
     else:
         raise UserError(f"cannot write trace format {fmt!r}; expected sabre, text or mahimahi")
 
