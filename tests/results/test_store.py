@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ import pytest
 
 import mqoe.results.store as store_module
 from mqoe.errors import UserError
-from mqoe.results import ResultsStore, RunRecord, atomic_write_parquet, default_results_dir
+from mqoe.results import ResultsStore, RunRecord, atomic_write, default_results_dir
 
 
 def record(
@@ -129,12 +129,12 @@ def test_tables_of_an_uncommitted_run_are_not_queried(tmp_path: Path) -> None:
 def crash_on_runs_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the store's final write (the runs/ row) fail, as if the process died there."""
 
-    def write(path: str | Path, df: pd.DataFrame) -> Path:
+    def write(path: str | Path, fill: Callable[[Path], None]) -> Path:
         if Path(path).parent.name == "runs":
             raise KeyboardInterrupt
-        return atomic_write_parquet(path, df)
+        return atomic_write(path, fill)
 
-    monkeypatch.setattr(store_module, "atomic_write_parquet", write)
+    monkeypatch.setattr(store_module, "atomic_write", write)
 
 
 def test_run_interrupted_before_its_row_is_invisible_with_its_tables(
@@ -150,16 +150,21 @@ def test_run_interrupted_before_its_row_is_invisible_with_its_tables(
     assert store.table_names() == ["frames", "launches"]
 
 
-def test_interrupted_rewrite_uncommits_the_old_run(
+def test_interrupted_rewrite_keeps_the_old_run_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = two_runs(tmp_path)
     crash_on_runs_row(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         store.write(record("a", {"missed_rate": 0.0}, {"frames": frames(1.0)}))
-    # The old row must not stay listed next to the new, half-written tables.
-    assert store.runs()["run_id"].tolist() == ["b"]
-    assert set(store.table("frames")["run_id"]) == {"b"}
+    # Neither gone nor shown with the new, never committed tables.
+    assert store.runs()["missed_rate"].tolist() == [0.25, 0.5]
+    a_frames = store.query("select duration_ms from frames where run_id = 'a'")
+    assert a_frames["duration_ms"].tolist() == [10.0, 40.0]
+    assert sorted(p.name for p in (tmp_path / "tables" / "frames").iterdir()) == [
+        "a.parquet",
+        "b.parquet",
+    ]  # the staged new version was removed
 
 
 @pytest.mark.parametrize("run_id", ["", "a/b", "../x", "a b", "ü"])

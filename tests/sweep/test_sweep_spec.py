@@ -140,6 +140,12 @@ def test_population_scenario_takes_no_profile(tmp_path: Path) -> None:
         (('name = "fd"', 'name = "a b"'), 2, "should match pattern"),
         (('name = "fd"', 'name = "fd"\nnmae = "x"'), 3, "Extra inputs"),
         (("[fixed]", "[fixed\n"), 7, "not valid TOML"),
+        (("duration_s = 0.5", "duration_s = nan"), 8, "finite number, got nan"),
+        (("duration_s = 0.5", "duration_s = -inf"), 8, "finite number, got -inf"),
+        (("duration_s = 0.5", 'duration_s = "inf"'), 8, "finite number, got inf"),
+        (("hogs = [0, 2, 4]", "hogs = [0]\nframe_mcycles = [1.0, inf]"), 12, "got inf"),
+        (("duration_s = 0.5", "duration_s = -0.5"), 8, "must be positive"),
+        (("hogs = [0, 2, 4]", "hogs = [0]\nframe_mcycles = [2.0, -1.0]"), 12, "must be positive"),
     ],
 )
 def test_bad_files_name_file_and_line(
@@ -159,6 +165,19 @@ def test_bad_random_distribution_names_its_line(tmp_path: Path) -> None:
     text = BASE + "\n[random]\nsamples = 2\nparams.rt_priority = { uniform = [1.0, 3.0] }\n"
     error = error_of(tmp_path, text)  # floats drawn for an integer parameter
     assert error.line == 15 and "expected an integer" in str(error)
+
+
+@pytest.mark.parametrize("bounds", ["[nan, 1.0]", "[1.0, inf]", "[-inf, 2.0]"])
+def test_random_bounds_must_be_finite(tmp_path: Path, bounds: str) -> None:
+    text = BASE + f"\n[random]\nsamples = 2\nparams.frame_mcycles = {{ uniform = {bounds} }}\n"
+    error = error_of(tmp_path, text)
+    assert error.line == 15 and "finite" in str(error), str(error)
+
+
+def test_random_choice_of_nan_names_its_line(tmp_path: Path) -> None:
+    text = BASE + "\n[random]\nsamples = 3\nparams.frame_mcycles = { choice = [nan] }\n"
+    error = error_of(tmp_path, text)
+    assert error.line == 15 and "got nan" in str(error), str(error)
 
 
 def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
@@ -214,3 +233,45 @@ def test_two_parameters_with_one_distribution_get_independent_draws(tmp_path: Pa
     sweep = load_sweep(write(tmp_path, text))
     pairs = {(j.overrides["frame_mcycles"], j.overrides["rt_burst_mcycles"]) for j in sweep.jobs}
     assert len(pairs) == 6 and all(a != b for a, b in pairs)
+
+
+def test_a_sweep_too_big_to_plan_is_refused_at_once(tmp_path: Path) -> None:
+    import time
+
+    text = BASE.replace("seeds = [0, 1]", "seeds = { count = 5_000_000 }")
+    start = time.perf_counter()
+    error = error_of(tmp_path, text)
+    assert time.perf_counter() - start < 5.0  # refused before expanding millions of jobs
+    assert error.line == 1
+    assert "15,000,000 runs (3 grid points × 1 sample × 1 profile × 5,000,000 seeds)" in str(error)
+    assert "at most 1,000,000" in str(error)
+
+
+def test_run_ids_are_the_digest_of_every_input(tmp_path: Path) -> None:
+    """The id's digest is pinned to its documented inputs (so a faster way of computing
+    it cannot silently change every stored sweep's ids)."""
+    import hashlib
+    import json
+
+    from mqoe import __version__
+    from mqoe.device.profiles import load_profile
+    from mqoe.workloads import SCENARIOS
+    from mqoe.workloads.base import params_dict, parse_params
+
+    sweep = load_sweep(write(tmp_path, BASE))
+    profile = load_profile("nokia-1").model_dump(mode="json")
+    for job in sweep.jobs:
+        params = params_dict(
+            parse_params(SCENARIOS["frame-deadlines"].params_type, job.overrides, "x")
+        )
+        inputs = {
+            "sweep": "fd",
+            "scenario": "frame-deadlines",
+            "profile": profile,
+            "seed": job.seed,
+            "params": params,
+            "version": __version__,
+        }
+        payload = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(payload.encode()).hexdigest()[:12]
+        assert job.run_id == f"fd-nokia-1-s{job.seed}-{digest}"

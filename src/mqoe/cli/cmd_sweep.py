@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mqoe.results import default_results_dir
+    from mqoe.results import default_results_dir, ensure_output_dir
     from mqoe.sweep import Backend, load_sweep, run_sweep
 
     sweep = load_sweep(args.spec)
@@ -51,27 +52,40 @@ def run(args: argparse.Namespace) -> int:
         f"sweep {sweep.name} ({sweep.sweep_id}): {len(sweep.jobs)} runs of {sweep.scenario}{merged}"
     )
     if args.dry_run:
-        return 0
+        return 0  # creates nothing, so the folder is not checked either
+    ensure_output_dir(root, _out_option(args))
     bar = _Bar(sweep.name)
     try:
         summary = run_sweep(sweep, root, backend, resume=args.resume, on_progress=bar)
     except KeyboardInterrupt:
         bar.close()
-        err.print(f"mqoe: interrupted; finished runs are stored in {root}; continue with --resume")
+        err.print(
+            f"mqoe: interrupted; finished runs are stored in {root}; continue with --resume",
+            markup=False,
+        )
         return 130
     finally:
         bar.close()
     out.print(
         f"{summary.stored} stored, {summary.failed} failed, {summary.skipped} already stored, "
         f"on {backend.describe()} in {summary.wall_time_s:.1f} s "
-        f"({summary.runs_per_s:.2f} runs/s); results in {root}"
+        f"({summary.runs_per_s:.2f} runs/s); results in {root}",
+        markup=False,
     )
     if summary.failed:
         out.print(
             f"failures: mqoe results query --results {root} "
-            f"\"select run_id, error_type, error from failures where sweep = '{sweep.name}'\""
+            f"\"select run_id, error_type, error from failures where sweep = '{sweep.name}'\"",
+            markup=False,
         )
     return 0
+
+
+def _out_option(args: argparse.Namespace) -> str:
+    """What named the results folder, for the error if it cannot be written."""
+    if args.out is not None:
+        return "--out"
+    return "$MQOE_RESULTS" if os.environ.get("MQOE_RESULTS") else "results folder"
 
 
 class _Bar:

@@ -63,13 +63,16 @@ def load_table(results_dir: str | Path | None, name: str) -> pd.DataFrame:
 
 
 def load_failures(results_dir: str | Path | None = None) -> pd.DataFrame:
-    """Failed sweep runs with their error (an empty frame when none failed)."""
+    """Failed sweep runs with their error (an empty frame when none failed, or when the
+    only failure files were unreadable and quarantined)."""
     store = _store(results_dir)
-    if not (store.root / "failures").is_dir() or not any(
-        (store.root / "failures").glob("*.parquet")
-    ):
-        return pd.DataFrame(columns=["run_id", "sweep", "error_type", "error"])
-    return store.query("select * from failures order by run_id")
+    if store.failure_ids():
+        try:
+            return store.query("select * from failures order by run_id")
+        except UserError:
+            if store.failure_ids():
+                raise
+    return pd.DataFrame(columns=["run_id", "sweep", "error_type", "error"])
 
 
 def export(

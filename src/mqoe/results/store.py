@@ -6,34 +6,70 @@ Layout under the root::
     tables/<table_name>/<run_id>.parquet   the run's table, with ``run_id`` first
     failures/<run_id>.parquet              a run that raised: its inputs and the error
     sweeps/<sweep_id>.parquet              one row per sweep (name, spec, planned runs)
+    .quarantine/…                          unreadable files moved aside (same sub-paths)
 
 A run is *committed* once its ``runs/`` file exists; that file is written last, and
 queries read only the table files of committed runs, so a crash mid-write never shows a
 half-stored run. Storing a run removes a failure recorded earlier under its id (a retry
 that succeeded). Tags (e.g. ``sweep``, ``sweep_id``) are extra text columns of the
 ``runs`` row; rows without them read as NULL.
+
+Storing an id that is already committed replaces the run in one step, the rename of its
+``runs/`` file, so a reader (or a writer killed at any point) sees the old run or the
+new one, never neither and never a mix: the new tables go to versioned names
+``<run_id>~<version>.parquet`` next to the old ones, the new ``runs/`` file names its
+version in its Parquet metadata, and the old version's files are removed only after.
+(A re-run whose record has no tables marks its version with an empty
+``<run_id>~<version>.gone`` where the old tables are.) The version is
+``<writer pid>-<random hex>``.
+
+Opening a store removes what killed writers left: temporaries
+(``.<name>.tmp-<pid>-<hex>``, see :mod:`mqoe.results.atomic`) and superseded versions
+whose writer process is gone; a live writer's files are kept. A query that meets an
+unreadable Parquet file (truncated, empty, not Parquet) moves it into ``.quarantine/``,
+logs one warning naming it (logger ``mqoe.results.store``; a command line shows it as
+one line on stderr) and answers over the rest. A quarantined ``runs/`` file uncommits
+its run, so a resumed sweep runs it again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+import secrets
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from mqoe.errors import UserError
-from mqoe.results.atomic import atomic_write_parquet, unlink_durably
+from mqoe.results.atomic import (
+    atomic_write,
+    atomic_write_bytes,
+    atomic_write_parquet,
+    unlink_durably,
+)
 
 _RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _SUFFIX = ".parquet"
+_GONE = ".gone"  # marks a re-run's version in a table the new record does not have
+_VERSION_KEY = b"mqoe.version"  # in a runs/ file's Parquet metadata: its tables' version
+# atomic_write's temporaries, and ensure_output_dir's probe; the pid is the writer's.
+_TEMPORARY = re.compile(r"\..+\.tmp-(?P<pid>\d+)-[0-9a-f]+")
+_PROBE = re.compile(r"\.mqoe-write-probe-(?P<pid>\d+)-[0-9a-f]+")
+_QUOTED_PARQUET = re.compile(r"'([^']+\.parquet)'")  # how DuckDB names a file in errors
+QUARANTINE = ".quarantine"
+
+_log = logging.getLogger(__name__)
 
 FIXED_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -72,16 +108,33 @@ class RunRecord:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Quarantined:
+    """An unreadable file a query found: where it was, where it went (None if it could
+    not be moved, e.g. a read-only store: then only this store object skips it)."""
+
+    path: Path
+    moved_to: Path | None
+    reason: str
+
+
 def default_results_dir() -> Path:
     """``$MQOE_RESULTS`` if set (and non-empty), else ``mqoe-results`` in the working dir."""
     return Path(os.environ.get("MQOE_RESULTS") or "mqoe-results")
 
 
 class ResultsStore:
-    """Runs and their tables stored as Parquet under ``root``, queried with DuckDB."""
+    """Runs and their tables stored as Parquet under ``root``, queried with DuckDB.
+
+    Opening one removes stale temporaries and superseded versions of killed writers
+    (never a live process's files; nothing is created). ``quarantined`` lists the
+    unreadable files this object's queries moved aside."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self.quarantined: list[Quarantined] = []
+        self._skipped: set[Path] = set()  # unreadable files that could not be moved
+        self._remove_leftovers()
 
     @property
     def _runs_dir(self) -> Path:
@@ -102,22 +155,63 @@ class ResultsStore:
     def write(self, record: RunRecord) -> Path:
         """Store ``record``, replacing any earlier run with the same id; returns its runs/ file.
 
+        A replacement is atomic: until the new run is committed the old one stays whole.
         Raises ``ValueError`` for a bad run id, table name or metric name.
         """
         row = _summary_row(record)
         run_id = record.run_id
         tables = {name: _tagged_table(run_id, name, df) for name, df in record.tables.items()}
+        runs_file = self._runs_dir / (run_id + _SUFFIX)
+        if runs_file.is_file():
+            self._replace(run_id, row, tables)
+        else:
+            self._write_new(run_id, row, tables)
+        unlink_durably(self._failures_dir / (run_id + _SUFFIX))  # a retry that succeeded
+        return runs_file
+
+    def _write_new(
+        self, run_id: str, row: pd.DataFrame, tables: Mapping[str, pd.DataFrame]
+    ) -> None:
+        """A run not committed yet: tables under their plain names, then its row."""
         filename = run_id + _SUFFIX
-        runs_file = self._runs_dir / filename
-        # Uncommit the old run first: until the new summary row lands, the run is absent
-        # rather than shown with a mix of old and new tables.
-        unlink_durably(runs_file)
         for name, df in tables.items():
             atomic_write_parquet(self._tables_dir / name / filename, df)
-        self._remove_stale_tables(filename, keep=tables.keys())
-        written = atomic_write_parquet(runs_file, row)
-        unlink_durably(self._failures_dir / filename)  # a retry that succeeded
-        return written
+        # An earlier attempt that died before its row may have left other tables.
+        for directory in self._table_dirs():
+            stale = directory / filename
+            if directory.name not in tables and stale.is_file():
+                unlink_durably(stale)
+                _remove_if_empty(directory)
+        _write_row(self._runs_dir / filename, row, version="")
+
+    def _replace(self, run_id: str, row: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> None:
+        """A committed run: the new version's tables beside the old ones, then its row
+        (the commit), then the old version's files go, its ``.gone`` marker last."""
+        version = f"{os.getpid()}-{secrets.token_hex(4)}"
+        old_tables = sorted({path.parent.name for path, _ in self._files_of(run_id)})
+        try:
+            for name, df in tables.items():
+                atomic_write_parquet(self._tables_dir / name / _versioned(run_id, version), df)
+            if not tables and old_tables:  # else queries would take the old files as current
+                marker = self._tables_dir / old_tables[0] / f"{run_id}~{version}{_GONE}"
+                atomic_write_bytes(marker, b"")
+            _write_row(self._runs_dir / (run_id + _SUFFIX), row, version)
+        except BaseException:
+            if self._version_of(run_id) != version:  # not committed: drop what was staged
+                with contextlib.suppress(OSError):
+                    for path, staged in self._files_of(run_id):
+                        if staged == version:
+                            path.unlink(missing_ok=True)
+            raise
+        files = self._files_of(run_id)
+        for path, file_version in files:
+            if file_version != version:
+                unlink_durably(path)
+        for path, file_version in files:
+            if file_version == version and path.suffix == _GONE:
+                unlink_durably(path)
+        for directory in {path.parent for path, _ in files}:
+            _remove_if_empty(directory)
 
     def write_failure(self, run_id: str, row: Mapping[str, object]) -> Path:
         """Record that run ``run_id`` raised: ``row`` (its inputs and the error, plain
@@ -138,6 +232,11 @@ class ResultsStore:
     def run_ids(self) -> set[str]:
         """Ids of the committed runs (empty for a new store); cheap: a directory listing."""
         return set(self._committed_run_ids_or_empty())
+
+    def failure_ids(self) -> set[str]:
+        """Ids of the runs recorded as failed (a directory listing)."""
+        files = self._readable(_parquet_files(self._failures_dir))
+        return {path.name.removesuffix(_SUFFIX) for path in files}
 
     def runs(self) -> pd.DataFrame:
         """All summary rows, ordered by run id; metrics a run lacks are missing (NULL)."""
@@ -161,22 +260,37 @@ class ResultsStore:
         """Run ``sql`` in DuckDB over the view ``runs`` and one view per table name.
 
         Views union columns by name, so runs with different metrics coexist (missing
-        values are NULL). Raises ``UserError`` for an empty store or a failing query.
+        values are NULL). An unreadable file is quarantined (see the module's docs) and
+        the query answered without it. Raises ``UserError`` for an empty store or a
+        failing query.
         """
-        con = self._connect()
-        try:
-            result = con.execute(sql)
-            if result is None:  # DuckDB's answer to a query of only blanks or comments
-                raise UserError("query failed: no SQL statement given")
-            return result.df()
-        except duckdb.Error as exc:
-            raise UserError(f"query failed: {_first_line(exc)}") from None
-        finally:
-            con.close()
+        retries = 0  # each retry follows a quarantined or a vanished file: it ends
+        while True:
+            try:
+                con = self._connect()
+            except duckdb.Error as exc:
+                if self._set_aside_unreadable(exc, retries < _RETRIES):
+                    retries += 1
+                    continue
+                raise UserError(
+                    f"cannot read results under {self.root}: {_first_line(exc)}"
+                ) from None
+            try:
+                result = con.execute(sql)
+                if result is None:  # DuckDB's answer to a query of only blanks or comments
+                    raise UserError("query failed: no SQL statement given")
+                return result.df()
+            except duckdb.Error as exc:
+                if self._set_aside_unreadable(exc, retries < _RETRIES):
+                    retries += 1
+                    continue
+                raise UserError(f"query failed: {_first_line(exc)}") from None
+            finally:
+                con.close()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
-        failures = _parquet_files(self._failures_dir)
-        sweeps = _parquet_files(self._sweeps_dir)
+        failures = self._readable(_parquet_files(self._failures_dir))
+        sweeps = self._readable(_parquet_files(self._sweeps_dir))
         # A sweep whose every run failed so far is still worth querying.
         run_ids = self._committed_run_ids_or_empty() if failures else self._committed_run_ids()
         con = duckdb.connect(":memory:")
@@ -188,21 +302,60 @@ class ResultsStore:
                     _create_view(con, view, files)
             for name, files in self._table_files(set(run_ids)).items():
                 _create_view(con, name, files)
-        except duckdb.Error as exc:
+        except BaseException:
             con.close()
-            raise UserError(f"cannot read results under {self.root}: {_first_line(exc)}") from None
+            raise
         return con
 
-    def _remove_stale_tables(self, filename: str, keep: Iterable[str]) -> None:
-        """Drop this run's files in tables the new record no longer has."""
-        if not self._tables_dir.is_dir():
+    def _set_aside_unreadable(self, exc: duckdb.Error, may_retry: bool) -> bool:
+        """After DuckDB failed: quarantine the store's unreadable files it may have met.
+        True if the query is worth trying again (something was set aside, or a file it
+        named was replaced meanwhile); False if the failure is not about our files."""
+        quoted = [Path(text) for text in _QUOTED_PARQUET.findall(str(exc))]
+        if may_retry and any(p.is_relative_to(self.root) and not p.exists() for p in quoted):
+            return True  # e.g. an old version its writer removed after our listing
+        ours = set(self._all_files())
+        named = [path for path in quoted if path in ours]
+        if named:
+            suspects = {path: _unreadable(path, deep=True) for path in named}
+        elif quoted or not isinstance(exc, duckdb.IOException | duckdb.InvalidInputException):
+            return False  # the user's own SQL or file
+        else:  # DuckDB did not say which file: check every footer (cheap)
+            suspects = {path: _unreadable(path, deep=False) for path in sorted(ours)}
+        bad = {path: reason for path, reason in suspects.items() if reason is not None}
+        for path, reason in bad.items():
+            self._quarantine(path, reason)
+        return bool(bad)
+
+    def _quarantine(self, path: Path, reason: str) -> None:
+        relative = path.relative_to(self.root)
+        target = self.root / QUARANTINE / relative
+        copies = 0
+        while target.exists():  # an earlier bad copy of the same file stays
+            copies += 1
+            target = target.with_name(f"{path.stem}.{copies}{path.suffix}")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+        except OSError as exc:
+            self._skipped.add(path)
+            self.quarantined.append(Quarantined(path, None, reason))
+            why = exc.strerror or _first_line(exc)
+            _log.warning("%s: unreadable (%s); cannot move it (%s), skipped", path, reason, why)
             return
-        kept = set(keep)
-        for directory in self._tables_dir.iterdir():
-            stale = directory / filename
-            if directory.name not in kept and stale.is_file():
-                unlink_durably(stale)
-                _remove_if_empty(directory)
+        self.quarantined.append(Quarantined(path, target, reason))
+        _log.warning("%s: unreadable (%s); moved to %s, queries skip it", path, reason, target)
+
+    def _readable(self, files: Iterable[Path]) -> list[Path]:
+        return [path for path in files if path not in self._skipped]
+
+    def _all_files(self) -> Iterator[Path]:
+        """Every Parquet file the store's views may read."""
+        yield from _parquet_files(self._runs_dir)
+        yield from _parquet_files(self._failures_dir)
+        yield from _parquet_files(self._sweeps_dir)
+        for directory in self._table_dirs():
+            yield from _parquet_files(directory)
 
     def _committed_run_ids(self) -> list[str]:
         run_ids = self._committed_run_ids_or_empty()
@@ -211,25 +364,103 @@ class ResultsStore:
         return run_ids
 
     def _committed_run_ids_or_empty(self) -> list[str]:
-        if not self._runs_dir.is_dir():
-            return []
-        names = (p.name for p in self._runs_dir.iterdir() if p.name.endswith(_SUFFIX))
-        stems = (name.removesuffix(_SUFFIX) for name in names)
+        files = self._readable(_parquet_files(self._runs_dir))
+        stems = (path.name.removesuffix(_SUFFIX) for path in files)
         return sorted(stem for stem in stems if _RUN_ID.fullmatch(stem))
+
+    def _table_dirs(self) -> list[Path]:
+        if not self._tables_dir.is_dir():
+            return []
+        return sorted(
+            d for d in self._tables_dir.iterdir() if d.is_dir() and _is_table_name(d.name)
+        )
+
+    def _files_of(self, run_id: str) -> list[tuple[Path, str]]:
+        """The run's table files and ``.gone`` markers, with their version ("": plain)."""
+        found = []
+        for directory in self._table_dirs():
+            for entry in _entries(directory):
+                parsed = _table_entry(entry)
+                if parsed is not None and parsed[0] == run_id:
+                    found.append((directory / entry, parsed[1]))
+        return found
+
+    def _version_of(self, run_id: str) -> str | None:
+        """The version of the committed run's tables ("": plain names); None if the run
+        is not committed."""
+        path = self._runs_dir / (run_id + _SUFFIX)
+        try:
+            metadata = pq.read_schema(path).metadata or {}
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException):
+            return ""  # unreadable: the query of its row quarantines it
+        version: bytes = metadata.get(_VERSION_KEY, b"")
+        return version.decode("utf-8", "replace")
 
     def _table_files(self, run_ids: set[str]) -> dict[str, list[Path]]:
         """Table name → its files of committed runs, in run-id order; tables without any omitted."""
-        if not self._tables_dir.is_dir():
-            return {}
+        listing: dict[str, dict[str, dict[str, str]]] = {}  # table → run → version → entry
+        versioned: set[str] = set()
+        for directory in self._table_dirs():
+            per_run: dict[str, dict[str, str]] = {}
+            for entry in _entries(directory):
+                parsed = _table_entry(entry)
+                if parsed is None or parsed[0] not in run_ids:
+                    continue
+                if parsed[1]:
+                    versioned.add(parsed[0])
+                if entry.endswith(_SUFFIX):
+                    per_run.setdefault(parsed[0], {})[parsed[1]] = entry
+            listing[directory.name] = per_run
+        # Only runs stored more than once need their row's metadata read.
+        current = {run_id: self._version_of(run_id) or "" for run_id in versioned}
         found: dict[str, list[Path]] = {}
-        for directory in sorted(self._tables_dir.iterdir()):
-            if not directory.is_dir() or not _is_table_name(directory.name):
-                continue
-            files = [directory / (r + _SUFFIX) for r in sorted(run_ids)]
-            committed = [f for f in files if f.is_file()]
-            if committed:
-                found[directory.name] = committed
+        for name, per_run in listing.items():
+            files = []
+            for run_id in sorted(per_run):
+                chosen = per_run[run_id].get(current.get(run_id, ""))
+                path = self._tables_dir / name / chosen if chosen is not None else None
+                if path is not None and path not in self._skipped:
+                    files.append(path)
+            if files:
+                found[name] = files
         return found
+
+    def _remove_leftovers(self) -> None:
+        """Temporaries of dead writers, and table versions a dead writer superseded."""
+        if not self.root.is_dir():
+            return
+        for directory in (self.root, self._runs_dir, self._failures_dir, self._sweeps_dir):
+            _remove_dead_temporaries(directory, _entries(directory))
+        by_run: dict[str, list[tuple[Path, str]]] = {}
+        for directory in self._table_dirs():
+            entries = _entries(directory)
+            _remove_dead_temporaries(directory, entries)
+            for entry in entries:
+                parsed = _table_entry(entry)
+                if parsed is not None:
+                    by_run.setdefault(parsed[0], []).append((directory / entry, parsed[1]))
+        for run_id, files in by_run.items():
+            if any(version for _, version in files):
+                self._remove_superseded(run_id, files)
+
+    def _remove_superseded(self, run_id: str, files: list[tuple[Path, str]]) -> None:
+        """The run's files of other versions than its committed one, once their writer
+        is gone (a live one may be mid-write, or about to remove them itself)."""
+        current = self._version_of(run_id)
+        others = [(path, version) for path, version in files if version != current]
+        if current is None:  # not committed; plain files may be a first write under way
+            stale = [path for path, version in others if version and _writer_gone(version)]
+        elif current and not _writer_gone(current):
+            return  # its writer is still removing the older versions itself
+        else:  # older versions are superseded; a live writer's newer staging stays
+            stale = [path for path, version in others if not version or _writer_gone(version)]
+        removed = [_remove_quietly(path) for path in stale]
+        if current and len(stale) == len(others) and all(removed):
+            for path, version in files:
+                if version == current and path.suffix == _GONE:
+                    _remove_quietly(path)
 
 
 def _summary_row(record: RunRecord) -> pd.DataFrame:
@@ -322,3 +553,95 @@ def _first_line(exc: BaseException) -> str:
 def _remove_if_empty(directory: Path) -> None:
     with contextlib.suppress(OSError):  # not empty, or a concurrent writer added a file
         directory.rmdir()
+
+
+_RETRIES = 3  # re-reads after a file vanished under us (a concurrent writer's cleanup)
+
+
+def _versioned(run_id: str, version: str) -> str:
+    return f"{run_id}~{version}{_SUFFIX}"
+
+
+def _table_entry(entry: str) -> tuple[str, str] | None:
+    """``(run_id, version)`` of a table directory's entry: ``<run_id>.parquet`` (version
+    ""), ``<run_id>~<version>.parquet`` or a ``<run_id>~<version>.gone`` marker."""
+    if entry.startswith("."):
+        return None
+    stem = entry.removesuffix(_SUFFIX) if entry.endswith(_SUFFIX) else None
+    if stem is None and entry.endswith(_GONE):
+        stem = entry.removesuffix(_GONE)
+        if "~" not in stem:
+            return None
+    if stem is None:
+        return None
+    run_id, _, version = stem.partition("~")
+    return (run_id, version) if _RUN_ID.fullmatch(run_id) else None
+
+
+def _write_row(path: Path, row: pd.DataFrame, version: str) -> None:
+    """Write a runs/ file atomically, naming its tables' version in its metadata."""
+    table = pa.Table.from_pandas(row, preserve_index=False)
+    if version:
+        metadata = {**(table.schema.metadata or {}), _VERSION_KEY: version.encode()}
+        table = table.replace_schema_metadata(metadata)
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def _entries(directory: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(directory))
+    except OSError:  # missing, or not ours to list
+        return []
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (on this machine). Unknown counts as alive."""
+    if os.name != "posix":
+        return True  # os.kill(pid, 0) would terminate the process on Windows
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OverflowError, ValueError):
+        return False  # not a pid any process can have
+    except OSError:
+        return True  # e.g. another user's process
+    return True
+
+
+def _remove_dead_temporaries(directory: Path, entries: Iterable[str]) -> None:
+    for entry in entries:
+        match = _TEMPORARY.fullmatch(entry) or _PROBE.fullmatch(entry)
+        if match is not None and not _alive(int(match["pid"])):
+            _remove_quietly(directory / entry)
+
+
+def _writer_gone(version: str) -> bool:
+    pid, _, _ = version.partition("-")
+    return pid.isdigit() and not _alive(int(pid))
+
+
+def _remove_quietly(path: Path) -> bool:
+    """Remove ``path``; False if that failed (a read-only store is still readable)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
+
+
+def _unreadable(path: Path, deep: bool) -> str | None:
+    """Why ``path`` is not a readable Parquet file, or None if it is (or has gone):
+    ``deep`` reads every page, otherwise only the footer."""
+    try:
+        if deep:
+            pq.read_table(path)
+        else:
+            pq.read_metadata(path)
+    except FileNotFoundError:
+        return None
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        return _first_line(exc)
+    return None

@@ -4,7 +4,11 @@ The caller's process is the only writer: workers return a :class:`Outcome` (the 
 record, or the error it raised) and the loop stores it at once, atomically, so a sweep
 interrupted at any point (Ctrl-C, SIGKILL) keeps every finished run and ``resume``
 skips them by run id. Workers never touch the results directory, so a remote Dask
-cluster needs no shared filesystem.
+cluster needs no shared filesystem, and an interrupted sweep kills its local workers
+(:mod:`mqoe.sweep.pool`, or a LocalCluster's) instead of waiting for their runs.
+
+One run going wrong (it raises, its worker dies, the store refuses its record) is one
+row in ``failures/``; the sweep goes on. Only a store that cannot be written stops it.
 """
 
 from __future__ import annotations
@@ -12,20 +16,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import multiprocessing
 import os
-import threading
+import signal
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from mqoe.errors import UserError
-from mqoe.results import ResultsStore, RunRecord
+from mqoe.results import ResultsStore, RunRecord, ensure_output_dir
+from mqoe.sweep.pool import ProcessPool
 from mqoe.sweep.spec import Job, Sweep, describe
 
 
@@ -93,7 +98,7 @@ class Backend:
         workers = min(self.workers or _cores(), len(jobs))
         if workers == 1:
             return (run_job(job) for job in jobs)
-        return _pool_outcomes(jobs, workers)
+        return ProcessPool(workers, run_job).outcomes(jobs)
 
     def describe(self) -> str:
         if self.scheduler is not None:
@@ -114,10 +119,18 @@ def run_job(job: Job) -> Outcome:
         else:
             record = run_scenario(job.scenario, job.profile, job.seed, job.overrides)
     except Exception as exc:
-        lines = str(exc).strip().splitlines()
-        message = lines[0] if lines else ""
-        return Outcome(job, None, type(exc).__name__, message, traceback.format_exc())
+        return Outcome(job, None, type(exc).__name__, first_line(exc), traceback.format_exc())
     return Outcome(job, dataclasses.replace(record, run_id=job.run_id, tags=job.tags))
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message ("" if it has none, or cannot say)."""
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not turn one failed run into a crash
+        return ""
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def run_sweep(
@@ -132,10 +145,13 @@ def run_sweep(
 
     Without ``resume``, finding some of the sweep's runs already stored is a
     ``UserError`` (so a sweep is not silently half re-used); with it they are skipped.
-    Failed runs are stored in ``failures/`` and tried again by the next resume.
+    A run that raises, whose worker dies, or whose record the store refuses is a failed
+    run: stored in ``failures/`` with the error's type and message, counted in the
+    summary, and tried again by the next resume; the other runs go on. ``out`` must be
+    a writable folder (checked before any run starts: ``UserError``).
     """
     backend = backend or Backend()
-    store = ResultsStore(out)
+    store = ResultsStore(ensure_output_dir(out, "results folder"))
     done = store.run_ids() & {job.run_id for job in sweep.jobs}
     if done and not resume:
         raise UserError(
@@ -149,11 +165,9 @@ def run_sweep(
     outcomes = backend.outcomes(pending)
     try:
         for outcome in outcomes:
-            if outcome.record is not None:
-                store.write(outcome.record)
+            if _store(store, outcome):
                 stored += 1
             else:
-                store.write_failure(outcome.job.run_id, _failure_row(outcome))
                 failed += 1
             if on_progress is not None:
                 on_progress(Progress(stored + failed, len(pending), failed))
@@ -170,6 +184,31 @@ def run_sweep(
         failed=failed,
         wall_time_s=time.perf_counter() - start,
     )
+
+
+def _store(store: ResultsStore, outcome: Outcome) -> bool:
+    """Store a run, or its failure; True if the run itself was stored."""
+    try:
+        if outcome.record is not None:
+            try:
+                store.write(outcome.record)
+                return True
+            except OSError:
+                raise
+            except (ValueError, TypeError, pa.ArrowException) as exc:  # the record's content
+                message = f"the run's record cannot be stored: {first_line(exc)}"
+                outcome = dataclasses.replace(
+                    outcome,
+                    record=None,
+                    error_type=type(exc).__name__,
+                    error=message,
+                    traceback=traceback.format_exc(),
+                )
+        store.write_failure(outcome.job.run_id, _failure_row(outcome))
+        return False
+    except OSError as exc:  # the disk, not the run: every later run would fail too
+        what = exc.strerror or first_line(exc)
+        raise UserError(f"cannot store runs under {store.root}: {what}") from None
 
 
 def _failure_row(outcome: Outcome) -> dict[str, object]:
@@ -196,45 +235,16 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _lost(job: Job, exc: BaseException) -> Outcome:
-    """A job whose worker died or whose result never came back."""
-    message = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+def _lost(job: Job, exc: BaseException | None) -> Outcome:
+    """A Dask task that raised outside :func:`run_job`'s guard, or whose workers kept
+    dying (Dask's ``KilledWorker``)."""
+    message = f"{type(exc).__name__}: {first_line(exc)}" if exc is not None else "no result"
     return Outcome(job, None, "WorkerLost", message, "")
 
 
-def _exit_with_parent(parent_pid: int) -> None:
-    """In a pool worker: exit once the sweep process is gone (e.g. SIGKILLed). A spawned
-    worker holds both ends of the pool's job queue, so it would never see EOF and would
-    wait for jobs forever."""
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="mqoe-parent-watch", daemon=True).start()
-
-
-def _pool_outcomes(jobs: Sequence[Job], workers: int) -> Iterator[Outcome]:
-    # Spawned, not forked: the parent may run a progress-bar thread, and a fork taken
-    # while another thread holds a lock can deadlock the child.
-    pool = ProcessPoolExecutor(
-        workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with_parent,
-        initargs=(os.getpid(),),
-    )
-    futures: dict[Future[Outcome], Job] = {pool.submit(run_job, job): job for job in jobs}
-    try:
-        for future in as_completed(futures):
-            exc = future.exception()
-            if isinstance(exc, KeyboardInterrupt):
-                raise exc
-            yield _lost(futures[future], exc) if exc is not None else future.result()
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)  # interrupted: do not wait for runs
-        raise
-    pool.shutdown(wait=True)  # all done: reap the workers
+def _ignore_sigint() -> None:
+    """On a Dask worker (its event loop runs in the main thread, as signal handlers must)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _dask_outcomes(
@@ -263,7 +273,13 @@ def _dask_outcomes(
             cluster.close()
         raise UserError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     futures: list[Any] = []
+    finished = False
     try:
+        if cluster is not None:
+            # Our cluster's workers are in this process group, so a terminal's Ctrl-C
+            # reaches them too; only this process should act on it (closing the cluster
+            # below), not each worker printing its own KeyboardInterrupt.
+            client.run(_ignore_sigint)
         futures = client.map(run_job, list(jobs), key=[f"mqoe-{job.run_id}" for job in jobs])
         job_of = dict(zip((f.key for f in futures), jobs, strict=True))
         for future in dask.as_completed(futures):
@@ -271,11 +287,29 @@ def _dask_outcomes(
             if future.status == "finished":
                 yield future.result()
             else:  # the task raised outside run_job's guard, or its worker died
-                yield _lost(job, future.exception())
+                try:
+                    problem = future.exception()
+                except Exception as exc:  # e.g. cancelled by the scheduler
+                    problem = exc
+                yield _lost(job, problem)
             future.release()
+        finished = True
     finally:
         if futures:
             client.cancel(futures)
         client.close()
         if cluster is not None:
+            if not finished:  # interrupted: do not wait for the runs in flight
+                _kill_workers(cluster)
             cluster.close()
+
+
+def _kill_workers(cluster: Any) -> None:
+    """SIGKILL a LocalCluster's worker processes (they hold no results), so that closing
+    it takes a moment instead of the seconds a graceful close waits for running tasks.
+    Reaches into Dask's Nanny objects; if their shape changes, the close is just slower."""
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        try:
+            os.kill(nanny.process.process.pid, signal.SIGKILL)
+        except (AttributeError, TypeError, OSError):
+            continue

@@ -99,6 +99,8 @@ class RandomParam(_Model):
         if len(given) != 1:
             raise ValueError("give exactly one of uniform, log_uniform, integers, choice")
         low_high = self.uniform or self.log_uniform or self.integers
+        if low_high is not None and not all(math.isfinite(v) for v in low_high):
+            raise ValueError(f"bounds must be finite numbers, got {low_high}")
         if low_high is not None and low_high[0] > low_high[1]:
             raise ValueError(f"low {low_high[0]} is above high {low_high[1]}")
         if self.log_uniform is not None and self.log_uniform[0] <= 0:
@@ -262,16 +264,20 @@ def _expand(spec: SweepFile, path: Path) -> Sweep:
         POPULATIONS[section.scenario] if population else SCENARIOS[section.scenario]
     ).params_type
     profiles = _profiles(section, population, path)
+    _check_size(spec, len(profiles), path)
     seeds = _seeds(section.seeds)
     points = _points(spec, params_type, path)
+    # A profile's canonical JSON is part of every run id's digest: encoded once, not per run.
+    profile_json = {id(p): _canonical(p.model_dump(mode="json")) for p in profiles if p}
     jobs: dict[str, Job] = {}
     total = 0
     for overrides in points:
-        params = params_dict(parse_params(params_type, overrides, section.scenario))
+        params = _canonical(params_dict(_parse_point(spec, params_type, overrides, path)))
         for profile in profiles:
+            encoded = profile_json[id(profile)] if profile is not None else "null"
             for seed in seeds:
                 total += 1
-                run_id = _run_id(section, profile, seed, params)
+                run_id = _run_id(section, profile, encoded, seed, params)
                 jobs.setdefault(
                     run_id,
                     Job(run_id, section.name, "", section.scenario, profile, seed, overrides),
@@ -289,6 +295,35 @@ def _expand(spec: SweepFile, path: Path) -> Sweep:
         merged_duplicates=total - len(ordered),
         varied=varied,
     )
+
+
+def _parse_point(
+    spec: SweepFile, params_type: type[Any], overrides: Mapping[str, str], path: Path
+) -> Any:
+    """The scenario's parameters for one point; its own checks (a negative duration, a
+    low above a high) fail at the line of the key that breaks them."""
+    try:
+        return parse_params(params_type, overrides, spec.sweep.scenario)
+    except UserError as exc:
+        raise _fail(path, _culprit(spec, params_type, overrides), str(exc)) from None
+
+
+def _culprit(
+    spec: SweepFile, params_type: type[Any], overrides: Mapping[str, str]
+) -> tuple[str, ...]:
+    """Where a point the scenario rejects goes wrong: the first key that fails alone with
+    the scenario's defaults; else (only a combination fails) the first key it sets."""
+    sections = {
+        **{k: ("fixed", k) for k in spec.fixed},
+        **{k: ("grid", k) for k in spec.grid},
+        **{k: ("random", "params", k) for k in (spec.random.params if spec.random else {})},
+    }
+    for key, text in overrides.items():
+        try:
+            parse_params(params_type, {key: text}, spec.sweep.scenario)
+        except UserError:
+            return sections[key]
+    return sections[next(iter(overrides))] if overrides else ("sweep", "scenario")
 
 
 def _with_sweep_id(job: Job, sweep_id: str) -> Job:
@@ -313,6 +348,26 @@ def _profiles(section: SweepSection, population: bool, path: Path) -> list[Devic
         except UserError as exc:
             raise _fail(path, ("sweep", key), str(exc)) from None
     return loaded
+
+
+MAX_RUNS = 1_000_000  # per sweep file: its jobs are planned in memory before any runs
+
+
+def _check_size(spec: SweepFile, profiles: int, path: Path) -> None:
+    """Refuse a file planning more than ``MAX_RUNS`` runs before expanding it (which would
+    take minutes and gigabytes): count the product of its factors, duplicates included."""
+    seeds = spec.sweep.seeds
+    factors = {
+        "grid point": math.prod(len(values) for values in spec.grid.values()),
+        "sample": spec.random.samples if spec.random is not None else 1,
+        "profile": profiles,
+        "seed": len(seeds) if isinstance(seeds, list) else seeds.count,
+    }
+    planned = math.prod(factors.values())
+    if planned > MAX_RUNS:
+        product = " × ".join(f"{n:,} {what}{'s' if n != 1 else ''}" for what, n in factors.items())
+        what = f"plans {planned:,} runs ({product}); at most {MAX_RUNS:,} per sweep file: split it"
+        raise _fail(path, ("sweep",), what)
 
 
 def _seeds(seeds: list[int] | SeedRange) -> list[int]:
@@ -378,34 +433,51 @@ def _text(value: Value, kind: Any, loc: tuple[str, ...], path: Path) -> str:
     else:
         text = str(value)
     try:
-        coerce(text, kind, loc[-1])
+        parsed = coerce(text, kind, loc[-1])
     except UserError as exc:
         raise _fail(path, loc, str(exc)) from None
+    # TOML has nan and inf, and float("nan") parses; no scenario means either, and a run
+    # given one fails (or, worse, runs forever) only once the sweep is under way.
+    if isinstance(parsed, float) and not math.isfinite(parsed):
+        raise _fail(path, loc, f"expected a finite number, got {parsed}")
     return text
 
 
 def _run_id(
-    section: SweepSection, profile: DeviceProfile | None, seed: int, params: Mapping[str, object]
+    section: SweepSection,
+    profile: DeviceProfile | None,
+    profile_json: str,
+    seed: int,
+    params_json: str,
 ) -> str:
     """``<sweep>-<profile>-s<seed>-<digest>`` from every input, so the same sweep file gives
-    the same ids and a changed input (profile file, parameter, mqoe version) a new one."""
-    inputs = {
-        "sweep": section.name,
-        "scenario": section.scenario,
-        "profile": profile.model_dump(mode="json") if profile is not None else None,
-        "seed": seed,
-        "params": params,
-        "version": __version__,
+    the same ids and a changed input (profile file, parameter, mqoe version) a new one.
+
+    The digest is the SHA-256 of the canonical JSON of ``{"sweep", "scenario", "profile"
+    (its model dump), "seed", "params", "version"}``; the profile's and the parameters'
+    parts arrive already encoded (``_canonical``) and are spliced in, in sorted key order,
+    giving the very text ``_canonical`` of the whole would."""
+    parts = {
+        "params": params_json,
+        "profile": profile_json,
+        "scenario": _canonical(section.scenario),
+        "seed": _canonical(seed),
+        "sweep": _canonical(section.name),
+        "version": _canonical(__version__),
     }
-    digest = _digest(inputs)[:12]
+    payload = "{" + ",".join(f"{_canonical(k)}:{v}" for k, v in sorted(parts.items())) + "}"
+    digest = hashlib.sha256(payload.encode()).hexdigest()[:12]
     if profile is None:
         return f"{section.name}-s{seed}-{digest}"
     return f"{section.name}-{_UNSAFE.sub('_', profile.name)}-s{seed}-{digest}"
 
 
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 def _digest(value: object) -> str:
-    payload = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return hashlib.sha256(_canonical(value).encode()).hexdigest()
 
 
 def describe(sweep: Sweep) -> dict[str, object]:

@@ -1,0 +1,199 @@
+"""A small process pool for sweeps: one job at a time per worker, so the pool always knows
+which run a worker was busy with.
+
+``concurrent.futures.ProcessPoolExecutor`` does not fit a sweep on two counts. When one
+worker dies (the OOM killer, a crash in native code) the whole executor is *broken* and
+every queued run fails with it, without saying which run killed the worker. And it
+cannot stop a running job: on Ctrl-C, interpreter exit waits for every in-flight run
+to end (seconds to minutes). Here each worker has its own pipe; a worker that dies
+fails only the run it held and is replaced, and :meth:`ProcessPool.terminate` ends the
+workers at once. Workers never write results, so killing them loses nothing stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mqoe.sweep.execute import Outcome
+    from mqoe.sweep.spec import Job
+
+RunJob = Callable[["Job"], "Outcome"]
+_STOP_GRACE_S = 1.0  # how long a stopped worker may take to exit before it is killed
+
+
+class ProcessPool:
+    """``workers`` spawned processes running ``run`` on jobs; see :meth:`outcomes`."""
+
+    def __init__(self, workers: int, run: RunJob) -> None:
+        # Spawned, not forked: the parent may run a progress-bar thread, and a fork taken
+        # while another thread holds a lock can deadlock the child.
+        self._context = multiprocessing.get_context("spawn")
+        self._run = run
+        self._size = workers
+        self._workers: list[_Worker] = []
+
+    def outcomes(self, jobs: Sequence[Job]) -> Iterator[Outcome]:
+        """Run ``jobs`` and yield each outcome as it arrives (any order). A worker that
+        dies yields a failed outcome (``WorkerLost``) for its run and is replaced."""
+        pending = deque(jobs)
+        try:
+            while len(self._workers) < min(self._size, len(pending)):
+                self._workers.append(self._start())
+            for worker in self._workers:
+                worker.give(pending.popleft())
+            while busy := [w for w in self._workers if w.job is not None]:
+                ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
+                for worker in busy:
+                    if worker.conn in ready or worker.process.sentinel in ready:
+                        outcome = self._collect(worker)
+                        if pending:  # hand out the next run before the caller stores this one
+                            self._alive(worker).give(pending.popleft())
+                        yield outcome
+        finally:
+            self.terminate()
+
+    def terminate(self) -> None:
+        """End every worker now (SIGTERM, then SIGKILL after a grace period); reaped."""
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            if worker.job is None and worker.process.is_alive():
+                with contextlib.suppress(OSError):
+                    worker.conn.send(None)  # idle: asked to exit, so it is reaped cleanly
+            else:
+                worker.process.terminate()
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for worker in workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.conn.close()
+
+    def _start(self) -> _Worker:
+        parent, child = self._context.Pipe()
+        process = self._context.Process(
+            target=_worker_main, args=(child, self._run, os.getpid()), daemon=True
+        )
+        # A terminal's Ctrl-C reaches the whole process group. Workers must not see it (a
+        # KeyboardInterrupt would print a traceback from each): they start with SIGINT
+        # blocked, inherited through fork and exec, and ignore it before unblocking. In
+        # the parent the signal only waits until the unblock, it is not lost.
+        with sigint_blocked():
+            process.start()
+        child.close()
+        return _Worker(process, parent)
+
+    def _collect(self, worker: _Worker) -> Outcome:
+        job = worker.job
+        assert job is not None
+        worker.job = None
+        try:
+            if worker.conn.poll():
+                result: Outcome = worker.conn.recv()
+                return result
+        except (EOFError, OSError):
+            pass
+        worker.process.join(_STOP_GRACE_S)
+        return _died(job, worker.process.exitcode)
+
+    def _alive(self, worker: _Worker) -> _Worker:
+        """``worker``, or a new one in its place if it has died."""
+        if worker.process.is_alive():
+            return worker
+        worker.conn.close()
+        replacement = self._start()
+        self._workers[self._workers.index(worker)] = replacement
+        return replacement
+
+
+class _Worker:
+    def __init__(self, process: BaseProcess, conn: Connection) -> None:
+        self.process = process
+        self.conn = conn
+        self.job: Job | None = None  # the run it holds
+
+    def give(self, job: Job) -> None:
+        self.job = job
+        with contextlib.suppress(OSError):  # a dead worker shows up as its sentinel
+            self.conn.send(job)
+
+
+def _died(job: Job, exitcode: int | None) -> Outcome:
+    from mqoe.sweep.execute import Outcome
+
+    if exitcode is not None and exitcode < 0:
+        how = f"was killed by {signal.Signals(-exitcode).name}"
+    else:
+        how = f"exited with exit code {exitcode}"
+    message = f"the worker process running this run {how} (out of memory?)"
+    return Outcome(job, None, "WorkerLost", message, "")
+
+
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread for the block: processes and threads started in it
+    inherit the mask; a SIGINT meanwhile stays pending (delivered at the end), not lost."""
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: no process groups either
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _worker_main(conn: Connection, run: RunJob, parent_pid: int) -> None:
+    """A worker's loop: receive a job, send back its outcome, until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _exit_with_parent(parent_pid)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return  # the sweep process is gone
+        if job is None:
+            return
+        outcome = run(job)
+        try:
+            conn.send(outcome)
+        except OSError:
+            return
+        except Exception as exc:  # the outcome does not pickle; nothing was sent yet
+            conn.send(_unsendable(job, exc))
+
+
+def _unsendable(job: Job, exc: Exception) -> Outcome:
+    from mqoe.sweep.execute import Outcome, first_line
+
+    message = f"the run's result cannot be sent back from its worker: {first_line(exc)}"
+    return Outcome(job, None, type(exc).__name__, message, traceback.format_exc())
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Exit once the sweep process is gone (e.g. SIGKILLed) even in the middle of a run:
+    an idle worker sees its pipe close, a busy one would finish the run first."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="mqoe-parent-watch", daemon=True).start()
+
+
+__all__ = ["ProcessPool", "RunJob", "sigint_blocked"]
