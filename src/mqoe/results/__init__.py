@@ -7,9 +7,14 @@ A results directory (``$MQOE_RESULTS``, default ``mqoe-results/``) holds::
                                            mqoe_version, started_utc, wall_time_s,
                                            sim_duration_s, then one column per metric
     tables/<table_name>/<run_id>.parquet   a run's named tidy table, run_id first
+    tables/<table_name>/<run_id>~<v>.parquet   the same, for a run id stored again (the
+                                           runs/ row names the current version)
+    .quarantine/                           corrupt files moved aside, with a warning
 
 Every file is written atomically (temporary file, fsync, rename), tables before the
-summary row, so a run listed in ``runs`` always has its tables. :class:`ResultsStore`
+summary row, so a run listed in ``runs`` always has its tables; storing an id again
+replaces it in one step (a crash leaves the old run or the new one, never neither).
+Read tables through the store's views, not by file name. :class:`ResultsStore`
 queries all of it with DuckDB: the view ``runs`` plus one view per table name, with
 columns unioned by name so runs of different scenarios coexist.
 
