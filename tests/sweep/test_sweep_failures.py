@@ -68,7 +68,11 @@ def test_failing_runs_on_dask_are_recorded_and_the_sweep_goes_on(
 
     monkeypatch.setattr(execute, "run_job", faulty.raise_in_scenario_or_unstorable)
     sweep = sweep_of(tmp_path)
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+    # One thread: the stand-in swaps runner.run_scenario for the duration of one run,
+    # which a second run in a parallel thread of the same process would see.
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
         backend = Backend(scheduler=cluster.scheduler_address)
         summary = run_sweep(sweep, tmp_path / "out", backend)
     assert_two_failed_two_stored(sweep, tmp_path / "out", summary)
