@@ -7,6 +7,7 @@ when ``setpriv`` is missing, or when ``nobody`` cannot reach the interpreter.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -66,3 +67,36 @@ def world_dir() -> Iterator[Path]:
         for path in sorted(folder.rglob("*"), reverse=True):
             path.chmod(0o700)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# One process for several runs (starting Python as nobody costs seconds): each argv goes
+# through main() with stderr captured; anything escaping main() comes back as a traceback.
+_BATCH = """
+import contextlib, io, json, traceback
+from mqoe.cli.main import main
+results = []
+for argv in json.loads(RUNS):
+    buffer = io.StringIO()
+    with contextlib.redirect_stderr(buffer):
+        try:
+            code = main(argv)
+        except BaseException:
+            code, buffer = -1, io.StringIO(traceback.format_exc())
+    results.append([code, buffer.getvalue()])
+print(json.dumps(results))
+"""
+
+
+def one_line_errors_as_nobody(runs: list[list[str]]) -> list[str]:
+    """``mqoe ARGV`` for each argv, as user nobody in one process: each must exit 2 with
+    a one-line error on stderr (no traceback), which is returned in order."""
+    script = _BATCH.replace("RUNS", repr(json.dumps(runs)))
+    result = run_python_as_nobody(script)
+    assert result.returncode == 0, result.stderr
+    messages = []
+    for (code, stderr), argv in zip(json.loads(result.stdout), runs, strict=True):
+        message = stderr.strip()
+        assert code == 2, (argv, message)
+        assert "Traceback" not in message and "\n" not in message, message
+        messages.append(message)
+    return messages

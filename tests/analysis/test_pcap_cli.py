@@ -3,7 +3,6 @@ before the capture is read, user text printed literally, unreadable paths."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from mqoe.analysis.pcap import synth_pcap
 from mqoe.cli.main import main
-from tests.unprivileged import run_python_as_nobody, world_dir
+from tests.unprivileged import one_line_errors_as_nobody, world_dir
 
 
 def _capture(folder: Path, name: str = "c.pcap", **kw: object) -> Path:
@@ -105,36 +104,9 @@ def test_csv_and_plot_written_when_there_are_flows(
 
 # -- unreadable paths, as a user that cannot read them ---------------------------------
 
-# One process for several runs (starting Python as nobody costs seconds): each argv goes
-# through main() with stderr captured; anything escaping main() comes back as a traceback.
-_BATCH = """
-import contextlib, io, json, traceback
-from mqoe.cli.main import main
-results = []
-for argv in json.loads(RUNS):
-    buffer = io.StringIO()
-    with contextlib.redirect_stderr(buffer):
-        try:
-            code = main(argv)
-        except BaseException:
-            code, buffer = -1, io.StringIO(traceback.format_exc())
-    results.append([code, buffer.getvalue()])
-print(json.dumps(results))
-"""
-
 
 def _as_nobody_one_line(runs: list[list[str]]) -> list[str]:
-    """Each run's one-line error, run as user nobody; every run must exit with 2."""
-    script = _BATCH.replace("RUNS", repr(json.dumps([["analyze", "pcap", *r] for r in runs])))
-    result = run_python_as_nobody(script)
-    assert result.returncode == 0, result.stderr
-    messages = []
-    for (code, stderr), argv in zip(json.loads(result.stdout), runs, strict=True):
-        message = stderr.strip()
-        assert code == 2, (argv, message)
-        assert "Traceback" not in message and "\n" not in message, message
-        messages.append(message)
-    return messages
+    return one_line_errors_as_nobody([["analyze", "pcap", *r] for r in runs])
 
 
 def test_unreadable_inputs_are_one_line_naming_the_path(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from mqoe.cli.console import LazyProgress, err, jsonable, out, print_frame
-from mqoe.errors import UserError
 
 if TYPE_CHECKING:
     from mqoe.analysis.layout import LayoutReport
@@ -49,10 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mqoe.analysis.layout import analyze_layout, load_layout
+    from mqoe.results import ensure_output_dir, write_output
 
     for option, folder in (("--csv", args.csv), ("--plot", args.plot)):
         if folder is not None:  # before any work: a bad folder costs nothing to find out
-            _check_output(folder, option)
+            ensure_output_dir(folder, option)
     progress = LazyProgress(f"reading {args.file.name}")
     try:
         layout = load_layout(args.file, progress=progress)
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     report = analyze_layout(layout, args.screen)
     if args.csv is not None:
         for name, frame in report.tables.items():
-            _write(args.csv / f"{name}.csv", frame.to_csv(index=False).encode("utf-8"))
+            write_output(args.csv / f"{name}.csv", frame.to_csv(index=False).encode("utf-8"))
     if args.plot is not None:
         _plot(report, args.plot)
     if args.json:
@@ -125,6 +125,7 @@ def _plot(report: LayoutReport, folder: Path) -> None:
     from matplotlib.patches import Patch
 
     from mqoe.analysis.layout import LEVELS
+    from mqoe.results import write_output
 
     counts = report.stats.pixel_counts()
     level = np.minimum(counts, len(LEVELS) - 1)
@@ -156,25 +157,4 @@ def _plot(report: LayoutReport, folder: Path) -> None:
         fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
-    _write(folder / "overdraw.png", buffer.getvalue())
-
-
-def _check_output(folder: Path, option: str) -> None:
-    """``ensure_output_dir``, and one line too when the folder cannot even be looked at
-    (its ``exists()`` lets a permission error on a parent through)."""
-    from mqoe.results import ensure_output_dir
-
-    try:
-        ensure_output_dir(folder, option)
-    except OSError as error:
-        raise UserError(f"{option} {folder}: cannot write there ({error.strerror})") from None
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Atomic write; a folder that cannot be written is the user's to fix."""
-    from mqoe.results import atomic_write_bytes
-
-    try:
-        atomic_write_bytes(path, data)
-    except OSError as error:
-        raise UserError(f"cannot write {path}: {error.strerror or error}") from None
+    write_output(folder / "overdraw.png", buffer.getvalue())

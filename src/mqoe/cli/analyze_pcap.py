@@ -53,10 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mqoe.analysis.pcap import read_capture
+    from mqoe.results import ensure_output_dir, write_output
 
     outputs = [(o, f) for o, f in (("--csv", args.csv), ("--plot", args.plot)) if f is not None]
     for option, folder in outputs:  # before any work: a bad folder costs nothing to find out
-        _check_output(folder, option)
+        ensure_output_dir(folder, option)
     progress = LazyProgress(f"reading {args.file.name}")
     try:
         report = read_capture(args.file, bin_ms=args.bin_ms, port=args.port, progress=progress)
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(_nothing_to_write(report, args.port, [o for o, _ in outputs]))
     if args.csv is not None:
         for name, frame in report.tables.items():
-            _write(args.csv / f"{name}.csv", frame.to_csv(index=False).encode("utf-8"))
+            write_output(args.csv / f"{name}.csv", frame.to_csv(index=False).encode("utf-8"))
     if args.plot is not None:
         _plot(report, args.plot)
     summary = report.summary()
@@ -127,6 +128,8 @@ def _plot(report: PcapReport, folder: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from mqoe.results import write_output
+
     flows = report.flows.nlargest(_PLOTTED_FLOWS, "bytes_received")
     fig, ax = plt.subplots(figsize=(7, 4))
     try:
@@ -148,25 +151,4 @@ def _plot(report: PcapReport, folder: Path) -> None:
         fig.savefig(buffer, format="png", dpi=120)
     finally:
         plt.close(fig)
-    _write(folder / "seq_growth.png", buffer.getvalue())
-
-
-def _check_output(folder: Path, option: str) -> None:
-    """``ensure_output_dir``, and one line too when the folder cannot even be looked at
-    (its ``exists()`` lets a permission error on a parent through)."""
-    from mqoe.results import ensure_output_dir
-
-    try:
-        ensure_output_dir(folder, option)
-    except OSError as error:
-        raise UserError(f"{option} {folder}: cannot write there ({error.strerror})") from None
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Atomic write; a folder that cannot be written is the user's to fix."""
-    from mqoe.results import atomic_write_bytes
-
-    try:
-        atomic_write_bytes(path, data)
-    except OSError as error:
-        raise UserError(f"cannot write {path}: {error.strerror or error}") from None
+    write_output(folder / "seq_growth.png", buffer.getvalue())

@@ -29,6 +29,7 @@ from mqoe.results.atomic import (
     atomic_write_parquet,
     atomic_write_text,
     ensure_output_dir,
+    write_output,
 )
 from mqoe.results.metrics_csv import (
     MetricRow,
@@ -55,4 +56,5 @@ __all__ = [
     "parse_condition",
     "read_metrics_csv",
     "write_metrics_csv",
+    "write_output",
 ]

@@ -114,3 +114,15 @@ def ensure_output_dir(path: str | Path, option: str = "--out") -> Path:
         reason = exc.strerror or str(exc)
         raise UserError(f"{option} {folder}: cannot write there ({reason})") from None
     return folder
+
+
+def write_output(path: str | Path, data: bytes) -> Path:
+    """:func:`atomic_write_bytes` for a file a user asked for (``--csv``, ``--plot``): a
+    place that cannot be written (disk full, a folder gone read-only since it was
+    checked) is a one-line :class:`~mqoe.errors.UserError` naming the file."""
+    from mqoe.errors import UserError
+
+    try:
+        return atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
