@@ -39,7 +39,7 @@ from mqoe.device.profiles import load_profile
 from mqoe.errors import InputFileError, UserError
 from mqoe.metrics.sched import STATE_COLUMNS
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "systrace"
+REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "systrace"
 BASE_US = 1_000_000_000  # 1000 s: the hand-made traces' time zero
 US = 1_000  # ns per µs
 
@@ -858,10 +858,12 @@ def test_a_million_lines_parse_in_under_15_seconds(tmp_path: Path) -> None:
     assert len(trace.frames) == len(truth.frames)
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f"no real systrace files in {REAL}")
 def test_real_traces_parse() -> None:
+    if not REAL.is_dir():
+        pytest.skip(f"no real systrace files in {REAL}")
     files = [p for p in sorted(REAL.rglob("*")) if p.is_file() and not p.name.endswith(".md")]
+    assert len(files) >= 6
     for path in files:
-        trace = load_systrace(path, skip_bad_lines=True)
-        assert trace.stats.events > 0
+        trace = load_systrace(path)  # every one reads without skipping a line
+        assert trace.stats.events > 0 and trace.stats.bad_lines == 0
         assert (trace.threads[list(STATE_COLUMNS)] >= 0).all().all()

@@ -1,34 +1,42 @@
 """ftrace / atrace / systrace text (spec 06): thread states, preemptions, frames, critical
 paths and the causes of slow frames, from files pulled from real phones.
 
-The parser streams the file once (memory grows with the threads, frames and preemptions
-found, not with the lines) and feeds the same input tables as simulated runs to
+The parser streams the file once and feeds the same input tables as simulated runs to
 :mod:`mqoe.metrics.sched` and :mod:`mqoe.metrics.jank`, so real and simulated numbers
-mean the same thing. :func:`synth_systrace` writes realistic traces with ground truth.
+mean the same thing. Memory does not grow with the lines: per thread and per CPU it
+keeps running totals; per frame one row of numbers (a frame's causes are computed when
+it is complete, from the state history of its threads, which is then dropped up to the
+oldest frame still open). :func:`synth_systrace` writes realistic traces with ground
+truth and :func:`write_large_capture` big ones (:mod:`mqoe.analysis.systrace_synth`).
 
 File format accepted
 --------------------
-Plain ftrace text (``adb shell atrace …``, ``/sys/kernel/tracing/trace``), optionally
-gzip-compressed, or a systrace HTML file whose trace is embedded in ``<script
-class="trace-data" type="application/text">`` blocks (every text block is read in file
-order; JSON blocks are skipped and counted). Decoded as UTF-8 (bad bytes replaced).
-An event line is::
+Containers (plain, gzip, ``atrace -z``, both generations of systrace HTML report, a
+JS-escaped text; any encoding and line end :mod:`mqoe.analysis.textio` reads) are
+found by :mod:`mqoe.analysis.systrace_input`. An event line is::
 
     <task>-<tid> [(<tgid>|-----)] [<cpu>] [<irq-flags>] <seconds>.<fraction>: <event>: <fields>
 
 * ``task`` may hold spaces and dashes (``Binder:1234_2-1250``, ``Jit thread pool-2310``:
   the tid is the digits after the *last* dash that is followed by the CPU column);
-  the tgid column and the 4- or 5-character irq-flags column are optional; the
-  fraction has 1–9 digits (µs in practice; read as ns).
+  ``<...>`` is atrace's "name unknown" (the kernel's saved_cmdlines had no entry): such a
+  thread is named from the ``comm`` fields of its sched events, else from any line that
+  names its tid, else stays ``<...>``. A thread's tgid comes from the tgid column of any
+  of its lines, else from the pid of its trace markers. The tgid column and the 4- or
+  5-character irq-flags column are optional; the fraction has 1–9 digits (µs in
+  practice; read as ns).
 * ``sched_switch: prev_comm= prev_pid= prev_prio= prev_state= ==> next_comm= next_pid=
   next_prio=``. ``prev_state`` R / R+ → Runnable (Preempted); S → Sleeping; D (D|K, …)
   → Blocked on I/O; X / x / Z → exited (no further accounting); anything else (I, T,
   t, P, W, …) → ``other_ns``.
 * ``sched_wakeup`` / ``sched_waking`` / ``sched_wakeup_new``: ``comm= pid= prio=``, then
   optional ``success=`` and ``target_cpu=``.
-* ``tracing_mark_write``: ``B|pid|name``, ``E|pid`` or ``E`` (name after ``E|pid|``
-  ignored), ``S|pid|name|cookie``, ``F|pid|name|cookie``, ``C|pid|name|value``. Other
-  payloads (``I|…``, ``trace_event_clock_sync: …``, free text) are counted, not read.
+* Trace markers: ``tracing_mark_write: <payload>``, or ``0: <payload>`` as older kernels
+  (Android 4.x) print the same write to ``trace_marker``. Payloads: ``B|pid|name``,
+  ``E|pid`` or ``E`` (name after ``E|pid|`` ignored), ``S|pid|name|cookie``,
+  ``F|pid|name|cookie``, ``C|pid|name|value`` (a counter track; fields after the value
+  are ignored). Other payloads (``I|…``, ``trace_event_clock_sync: …``, free text) are
+  counted, not read.
 * Any other event is skipped and counted per name. Blank lines, ``#`` comments and
   lines that do not look like events (``TRACE:``, HTML) are ignored and counted.
 
@@ -43,25 +51,47 @@ Definitions
 -----------
 * **Thread states** (as Perfetto): a thread's state is known from its first sched event
   (switched in or out, woken) to the end of the trace; Runnable = woken, waiting for a
-  CPU; Runnable (Preempted) = switched out with prev_state R/R+ until it runs again.
+  CPU; Runnable (Preempted) = switched out with prev_state R/R+ until it runs again. A
+  trace without ``sched_switch`` events has no thread states (a warning says so; no
+  zeros are reported as measured), nor has a thread seen only in trace markers.
 * **Preemption** = one switch with prev_state R/R+ to another thread (not idle):
   ``victim_wait_ns`` until the victim runs again, ``preemptor_run_ns`` until the next
   switch on that CPU (−1 when the trace ends first).
-* **Frames**: an outermost ``Choreographer#doFrame`` slice starts a frame of its
-  process (the marker's pid); the first outermost ``DrawFrame``/``DrawFrames`` slice
-  of that process beginning after it (and before the next doFrame) is its draw stage.
-  Duration = doFrame start → end of its DrawFrame (→ doFrame end without one). SR/FF
-  by :mod:`mqoe.metrics.jank` (naive: no buffer state in the trace). Composition = the
-  first outermost SurfaceFlinger ``onMessageReceived``/``composite``/
+* **Frames**, per process (a marker's pid is its process), by Android release:
+
+  ==============  ==========================  ==========================================
+  release         a frame starts with          it ends at
+  ==============  ==========================  ==========================================
+  5.0 and later   an outermost                 the end of the first outermost
+                  ``Choreographer#doFrame``    ``DrawFrame`` (``DrawFrames`` on 12+) of
+                  on the main thread           the process that begins after the frame's
+                  (``… <vsync id>`` on 12+)    start and before its next frame's start
+                                               (RenderThread draws); the doFrame's end if
+                                               no such DrawFrame comes
+  4.1 – 4.4       an outermost                 the end of the doFrame: the main thread
+                  ``Choreographer#doFrame``    draws and swaps inside it (doFrame ›
+                                               performTraversals › draw › eglSwapBuffers)
+  no doFrame      an outermost                 the end of performTraversals (it holds draw
+  traced          ``performTraversals``, in    › eglSwapBuffers), or of a DrawFrame
+                  a process with no doFrame    following it, as above
+                  anywhere in the trace
+  ==============  ==========================  ==========================================
+
+  Duration = start → end. SR/FF by :mod:`mqoe.metrics.jank` (naive: no buffer state in
+  the trace). ``vsync_id`` = the number after ``Choreographer#doFrame`` (−1 without).
+  Composition = the first outermost SurfaceFlinger ``onMessageReceived``/``composite``/
   ``handleMessageRefresh`` slice starting within ``COMPOSE_WINDOW_NS`` after the frame.
-* **Critical path**: from the doFrame (then the DrawFrame) down, the longest child at
-  each level, with its self time (duration minus its children's).
+  A frame still open ``MAX_OPEN_FRAME_NS`` after its start (a lost E marker) is given up
+  and counted with the incomplete frames.
+* **Critical path**: from the frame's root slice (then the DrawFrame) down, the longest
+  child at each level, with its self time (duration minus its children's).
 * **Per-frame causes** over the frame's main thread and RenderThread during the frame:
   ``sched_delay`` = Runnable + Runnable (Preempted) time, ``io`` = Blocked-on-I/O time,
   ``binder`` = per thread the larger of its ``binder transaction``/``binder reply``
   slices and its waits on a ``Binder:*`` thread (it woke that thread — ``sched_waking``
   context, or ``sched_wakeup`` when the trace has no waking events — and was next woken
-  by it).
+  by it). Without ``sched_switch`` events ``sched_delay`` and ``io`` are unknown (NaN).
+* **Counter tracks**: per (pid, name) of ``C`` markers: samples, min, max, last value.
 * **LITTLE saturation**: given a CPU → cluster map, the time when every LITTLE CPU runs
   a task while some big CPU is idle. A CPU's state is unknown before its first
   sched_switch; an unknown LITTLE CPU is not busy, an unknown big CPU is not idle.
@@ -71,36 +101,81 @@ from __future__ import annotations
 
 import bisect
 import gzip
-import heapq
-import io
 import re
 import zlib
 from array import array
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from mqoe.analysis.systrace_input import (
+    MAX_LINE_CHARS,
+    ContainerStats,
+    Lines,
+    TraceFile,
+    text_lines,
+    trace_lines,
+)
+from mqoe.analysis.systrace_synth import (
+    SynthTruth,
+    synth_systrace,
+    wrap_html,
+    wrap_linux_perf_data,
+    write_large_capture,
+)
+from mqoe.analysis.textio import describe_os_error
 from mqoe.errors import InputFileError, UserError
 from mqoe.metrics.jank import frozen_mask, jank_counts, slow_mask
 from mqoe.metrics.sched import STATE_COLUMNS, preemption_summary, thread_states
 
-MAX_LINE_CHARS = 65_536  # longer lines are bad lines (atrace caps a marker at 1 KiB)
+__all__ = [
+    "CAUSES",
+    "COMPOSE_WINDOW_NS",
+    "MAX_LINE_CHARS",
+    "THREAD_COLUMNS",
+    "ParseStats",
+    "SynthTruth",
+    "SystraceReport",
+    "SystraceTrace",
+    "analyze",
+    "cluster_roles",
+    "clusters_from_profile",
+    "frame_summary",
+    "load_systrace",
+    "parse_clusters",
+    "parse_systrace_lines",
+    "parse_systrace_text",
+    "saturation_summary",
+    "select_threads",
+    "slow_frame_correlation",
+    "synth_systrace",
+    "wrap_html",
+    "wrap_linux_perf_data",
+    "write_large_capture",
+]
+
 MAX_SLICE_DEPTH = 1_000  # deeper B markers on one thread are counted, not kept
 MAX_TREE_NODES = 20_000  # per frame slice tree; beyond, children are not collected
-MAX_KEYS = 10_000  # distinct skipped-event names, counters, open async slices
+MAX_KEYS = 10_000  # distinct skipped-event names, counters, open async slices, names
+MAX_TASKS = 100_000  # task columns remembered (Android's pid_max is 32768)
 COMPOSE_WINDOW_NS = 50_000_000  # a composition later than this is not the frame's
+MAX_OPEN_FRAME_NS = 60_000_000_000  # a frame open this long lost its end marker
 SATURATED_FRAME_FRACTION = 0.5  # a frame is "LITTLE-saturated" for at least this share
 THREAD_COLUMNS = (*STATE_COLUMNS, "other_ns")
+UNKNOWN_COMM = "<...>"  # atrace's name for a task whose comm it did not know
+_HOUSEKEEPING_LINES = 1 << 16  # frames are finished and histories pruned this often
+_TASK_LOOKS = 64  # lines of a tid whose task columns may still name it (then sched events do)
 
 _RUNNING, _RUNNABLE, _PREEMPTED, _SLEEPING, _IO, _OTHER = range(6)
 _UNKNOWN, _DEAD = -1, -2
-_ROOT_DOFRAME, _ROOT_DRAW, _ROOT_SF = 1, 2, 3
+_ROOT_DOFRAME, _ROOT_DRAW, _ROOT_SF, _ROOT_TRAVERSAL = 1, 2, 3, 4
 _UNCOLLECTED = -1
+_MAIN, _RENDER = 0, 1
 
 _HEADER = re.compile(
     r"\s*(.+?)-(\d{1,10})\s+(?:\(\s*(\d{1,10}|-+)\)\s+)?\[(\d{1,5})\]\s+(?:\S{4,5}\s+)?"
@@ -118,11 +193,14 @@ _SWITCH = re.compile(
     r"next_comm=(.*?) next_pid=(\d{1,10}) next_prio=-?\d{1,6}"
 )
 _WAKEUP = re.compile(r"comm=(.*?) pid=(\d{1,10}) prio=-?\d{1,6}(?: |$)")
-_SCRIPT_OPEN = re.compile(r"<script[^>]*class=[\"']?trace-data[^>]*>", re.IGNORECASE)
-_SCRIPT_CLOSE = re.compile(r"</script\s*>", re.IGNORECASE)
+_VSYNC_SUFFIX = re.compile(r"(.*\S) (\d{1,18})")
 _FRAC_SCALE = (0, 100_000_000, 10_000_000, 1_000_000, 100_000, 10_000, 1_000, 100, 10, 1)
 _BINDER_SLICES = ("binder transaction", "binder reply")
 _BINDER_THREADS = ("Binder:", "Binder_", "HwBinder:")
+_DOFRAME = ("Choreographer#doFrame",)
+_DRAWFRAME = ("DrawFrame", "DrawFrames")
+_TRAVERSAL = ("performTraversals",)
+_COMPOSITION = ("onMessageReceived", "composite", "handleMessageRefresh")
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -136,11 +214,17 @@ def _is_root(name: str, prefixes: tuple[str, ...]) -> bool:
 
 
 @dataclass
-class ParseStats:
-    """What the parser skipped or repaired in one file."""
+class ParseStats(ContainerStats):
+    """What the file held, and what the parser skipped or repaired in it."""
 
     lines: int = 0
     events: int = 0
+    switches: int = 0  # sched_switch events
+    wakeups: int = 0  # sched_wakeup / sched_waking / sched_wakeup_new events
+    markers: int = 0  # trace-marker writes (tracing_mark_write or `0:`)
+    slices: int = 0  # B markers
+    counter_samples: int = 0  # C markers
+    async_markers: int = 0  # S and F markers
     comment_lines: int = 0
     other_lines: int = 0  # not trace events (TRACE:, HTML, process dumps)
     skipped_events: dict[str, int] = field(default_factory=dict)  # by event name
@@ -158,17 +242,35 @@ class ParseStats:
     unmatched_async_finish: int = 0
     dropped_keys: int = 0
     preempted_by_idle: int = 0
-    html_text_blocks: int = 0
-    html_json_blocks: int = 0
     lost_events: int = 0  # "[LOST n EVENTS]": the kernel's ring buffer overflowed
     binary_lines: int = 0  # lines holding NUL bytes or undecodable bytes
-    json_input: bool = False  # the file starts like a JSON trace
     unseen_mapped_cpus: list[int] = field(default_factory=list)  # in the map, never switched
     unmapped_cpus: list[int] = field(default_factory=list)  # switched, not in the map
+
+    @property
+    def thread_states_known(self) -> bool:
+        """Whether the trace has the scheduler events thread states are built from."""
+        return self.switches > 0
+
+    def contents(self) -> dict[str, int]:
+        """What the trace holds, by kind of event."""
+        return {
+            "events": self.events,
+            "sched_switch": self.switches,
+            "sched_wakeup": self.wakeups,
+            "trace_markers": self.markers,
+            "slice_begins": self.slices,
+            "counter_samples": self.counter_samples,
+            "async_markers": self.async_markers,
+            "other_events": sum(self.skipped_events.values()),
+        }
 
     def warnings(self) -> list[str]:
         """One line per thing a user should know about, in plain words."""
         out = []
+        if self.events and not self.switches:
+            out.append("no sched_switch events: thread states, preemptions and CPU use are "
+                       "unknown (capture with the 'sched' category to measure them)")  # fmt: skip
         if self.bad_lines:
             where = ", ".join(f"line {n}: {w}" for n, w in self.bad_examples[:3])
             out.append(f"{self.bad_lines} bad lines skipped ({where})")
@@ -180,7 +282,7 @@ class ParseStats:
             ("too_deep_slices", f"slices nested deeper than {MAX_SLICE_DEPTH}"),
             ("truncated_trees", "frame slice trees truncated"),
             ("unassigned_drawframes", "DrawFrame slices without a preceding doFrame"),
-            ("incomplete_frames", "frames cut by the end of the trace"),
+            ("incomplete_frames", "frames cut by the end of the trace or a lost E marker"),
             ("unmatched_async_finish", "F markers without an S"),
             ("dropped_keys", "counters/async/event names over the limit"),
             ("html_json_blocks", "JSON trace blocks skipped"),
@@ -189,6 +291,9 @@ class ParseStats:
             value = getattr(self, key)
             if value:
                 out.append(f"{value} {text}")
+        if self.trailing_bytes:
+            out.append(f"{self.trailing_bytes} bytes after the end of the compressed trace "
+                       "were ignored")  # fmt: skip
         if self.lost_events:
             out.append(f"the kernel lost {self.lost_events} events (ring buffer overflow): "
                        "state times and frames near the gaps are approximate")  # fmt: skip
@@ -206,16 +311,18 @@ class ParseStats:
 class SystraceTrace:
     """One parsed trace. Times are ftrace clock nanoseconds; tables are tidy DataFrames.
 
-    * ``threads``: tid, thread, tgid (−1 unknown), process, and the state times
+    * ``threads``: tid, thread, tgid (−1 unknown), process, the state times
       ``running_ns runnable_ns runnable_preempted_ns sleeping_ns blocked_io_ns other_ns``
-      — the input of :func:`mqoe.metrics.sched.thread_states`.
+      — the input of :func:`mqoe.metrics.sched.thread_states` — and ``states_known``
+      (False: no sched event of the thread, or none in the trace; its zeros are not
+      measurements).
     * ``preemptions``: time_ns, core, victim_tid, preemptor_tid, victim_wait_ns,
       preemptor_run_ns — the input of :func:`mqoe.metrics.sched.preemption_summary`.
     * ``frames``: one row per complete frame (see the module docstring).
     * ``critical_path``: frame, stage (main/render), depth, name, dur_ns, self_ns.
     * ``compositions``: SurfaceFlinger's outermost composition slices.
     * ``cpus``: per CPU, cluster, known_ns (since its first switch), busy_ns, switches.
-    * ``counters``: per (pid, name) C markers: samples, min, max, last.
+    * ``counters``: per (pid, name) C markers: process, samples, min, max, last.
     * ``async_slices``: per (pid, name) S/F pairs: count, total_ns, max_ns.
     """
 
@@ -247,137 +354,6 @@ class SystraceTrace:
         return self.saturated_ns / self.duration_ns
 
 
-# -- reading lines ------------------------------------------------------------------------
-
-
-def _open(path: Path) -> tuple[IO[str], Any, int]:
-    """A text stream over the file (gzip or not), its byte source and size (progress)."""
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
-        size = path.stat().st_size
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read the file: {exc.strerror or exc}") from None
-    source: Any = raw
-    head = raw.peek(64)[:64]
-    if head[:2] == b"\x1f\x8b":
-        source = gzip.GzipFile(fileobj=raw, mode="rb")
-    else:
-        # `atrace -z` writes "TRACE:\n" then a zlib stream (0x78 is zlib's first byte).
-        for prefix in (b"TRACE:\n", b"TRACE:\r\n"):
-            if head.startswith(prefix) and head[len(prefix) : len(prefix) + 1] == b"\x78":
-                raw.read(len(prefix))
-                source = io.BufferedReader(_Inflate(raw))
-    text = io.TextIOWrapper(source, encoding="utf-8", errors="replace", newline=None)
-    return text, raw, size
-
-
-class _Inflate(io.RawIOBase):
-    """A zlib stream read in bounded chunks (a small file cannot inflate into a huge
-    buffer); anything after the end of the stream is ignored."""
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-        self._z = zlib.decompressobj()
-        self._buf = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        while not self._buf and not self._z.eof:
-            data = self._z.unconsumed_tail or self._raw.read(1 << 16)
-            if not data:
-                raise EOFError("the compressed stream ends early")
-            self._buf = self._z.decompress(data, 1 << 20)
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
-
-
-def _read_lines(text: IO[str]) -> Iterator[tuple[int, str | None]]:
-    """(line number, line) for every line; ``None`` for a line over the limit."""
-    limit = MAX_LINE_CHARS + 1
-    readline = text.readline
-    n = 0
-    while True:
-        line = readline(limit)
-        if not line:
-            return
-        n += 1
-        if len(line) == limit and line[-1] != "\n":
-            while True:  # drop the rest of the huge line without holding it
-                more = readline(limit)
-                if not more or more[-1] == "\n":
-                    break
-            yield n, None
-            continue
-        yield n, line
-
-
-def _trace_lines(text: IO[str], stats: ParseStats) -> Iterator[tuple[int, str | None]]:
-    """The lines that hold trace text: all of them, or those of an HTML file's text
-    ``trace-data`` blocks (their line numbers are the HTML file's)."""
-    lines = _read_lines(text)
-    first: tuple[int, str | None] | None = None
-    for item in lines:
-        line = item[1]
-        if line is not None and not line.strip("\ufeff \t\r\n"):
-            yield item
-            continue
-        first = item
-        break
-    if first is None:
-        return
-    head = (first[1] or "").lstrip("\ufeff \t").lower()
-    stats.json_input = head[:1] in ("{", "[")
-    if not (head.startswith("<!doctype html") or head.startswith("<html")):
-        yield first
-        yield from lines
-        return
-    yield from _html_blocks(_chain(first, lines), stats)
-
-
-def _chain(
-    first: tuple[int, str | None], rest: Iterator[tuple[int, str | None]]
-) -> Iterator[tuple[int, str | None]]:
-    yield first
-    yield from rest
-
-
-def _html_blocks(
-    lines: Iterator[tuple[int, str | None]], stats: ParseStats
-) -> Iterator[tuple[int, str | None]]:
-    state = "out"  # out | probe (block open, kind unknown) | text | json
-    for n, line in lines:
-        if line is None:  # a huge line: minified HTML/JS outside, or a JSON trace
-            if state == "text":
-                yield n, None
-            continue
-        rest = line
-        while rest:
-            if state == "out":
-                m = _SCRIPT_OPEN.search(rest)
-                if m is None:
-                    break
-                state, rest = "probe", rest[m.end() :]
-                continue
-            close = _SCRIPT_CLOSE.search(rest)
-            body = rest if close is None else rest[: close.start()]
-            if state == "probe" and body.strip():
-                json_block = body.lstrip()[0] in "{["
-                state = "json" if json_block else "text"
-                if json_block:
-                    stats.html_json_blocks += 1
-                else:
-                    stats.html_text_blocks += 1
-            if state == "text" and body.strip():
-                yield n, body
-            if close is None:
-                break
-            state, rest = "out", rest[close.end() :]
-
-
 # -- the parser ---------------------------------------------------------------------------
 
 
@@ -394,28 +370,50 @@ class _Slice:
 
 
 class _Frame:
+    """A frame until its row is written (see the frame rule in the module docstring)."""
+
     __slots__ = (
-        "doframe_end",
+        "abandoned",
+        "closed",
         "draw_end",
         "draw_start",
+        "kind",
         "main_path",
         "main_tid",
         "pid",
         "render_path",
         "render_tid",
+        "root_end",
+        "seq",
         "start",
+        "vsync_id",
     )
 
-    def __init__(self, pid: int, main_tid: int, start: int) -> None:
+    def __init__(self, seq: int, kind: int, pid: int, main_tid: int, start: int) -> None:
+        self.seq = seq  # frames are numbered in the order they start
+        self.kind = kind
         self.pid = pid
         self.main_tid = main_tid
         self.start = start
-        self.doframe_end = -1
+        self.vsync_id = -1
+        self.root_end = -1
         self.render_tid = -1
         self.draw_start = -1
         self.draw_end = -1
         self.main_path: list[tuple[int, str, int, int]] = []
         self.render_path: list[tuple[int, str, int, int]] = []
+        self.closed = False  # the process's next frame began: no DrawFrame can join
+        self.abandoned = False  # open for MAX_OPEN_FRAME_NS: an end marker was lost
+
+    @property
+    def end(self) -> int:
+        return self.draw_end if self.render_tid >= 0 else self.root_end
+
+    @property
+    def complete(self) -> bool:
+        if self.root_end < 0:
+            return False
+        return self.draw_end >= 0 if self.render_tid >= 0 else self.closed
 
 
 class _Thread:
@@ -439,14 +437,15 @@ class _Thread:
     def __init__(self, tid: int, comm: str) -> None:
         self.tid = tid
         self.comm = comm
-        self.tgid = -1
+        self.tgid = -1  # from its trace markers' pid; the tgid column wins at the end
         self.state = _UNKNOWN
         self.since = 0
         self.acc = [0, 0, 0, 0, 0, 0]
         self.stack: list[_Slice] = []
         self.overflow = 0
         self.nodes = 0
-        # State history, kept only for frame threads (main threads, RenderThreads).
+        # State history, kept only for frame threads (main threads, RenderThreads) and
+        # only back to the oldest frame not yet written.
         self.hist_t: array[int] | None = None
         self.hist_s: array[int] | None = None
         self.binder_call: tuple[int, int] | None = None  # (binder tid, since)
@@ -454,7 +453,34 @@ class _Thread:
         self.binder_slices: list[tuple[int, int]] = []
 
 
-def _critical_path(root: _Slice) -> list[tuple[int, str, int, int]]:
+class _Interned:
+    """Strings kept once each (the first ``MAX_KEYS`` distinct ones; later ones as they
+    come), referred to by number."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.values: list[str] = []
+
+    def id(self, text: str) -> int:
+        i = self.ids.get(text)
+        if i is None:
+            i = len(self.values)
+            self.values.append(text)
+            if len(self.ids) < MAX_KEYS:
+                self.ids[text] = i
+        return i
+
+
+# Finished frames are kept as typed columns: about 130 bytes a frame and 27 a
+# critical-path row, however long the capture.
+_FRAME_COLUMNS = {"seq": "q", "kind": "b", "pid": "q", "main_tid": "q", "render_tid": "q",
+                  "start": "q", "end": "q", "root_end": "q", "draw_start": "q",
+                  "draw_end": "q", "vsync_id": "q", "delay": "q", "io": "q", "binder": "q",
+                  "sat": "q", "path": "i"}  # fmt: skip
+_PATH_COLUMNS = {"seq": "i", "stage": "b", "depth": "h", "name": "i", "dur": "q", "self": "q"}
+
+
+def _critical_path(root: _Slice, root_name: str) -> list[tuple[int, str, int, int]]:
     """(depth, name, dur_ns, self_ns) from ``root`` down the longest child at each level."""
     rows = []
     node: _Slice | None = root
@@ -462,7 +488,8 @@ def _critical_path(root: _Slice) -> list[tuple[int, str, int, int]]:
     while node is not None:
         dur = node.end - node.start
         kids = node.children or []
-        rows.append((depth, node.name, dur, max(0, dur - sum(k.end - k.start for k in kids))))
+        self_ns = max(0, dur - sum(k.end - k.start for k in kids))
+        rows.append((depth, root_name if depth == 0 else node.name, dur, self_ns))
         best: _Slice | None = None
         for kid in kids:
             if best is None or kid.end - kid.start > best.end - best.start:
@@ -475,12 +502,20 @@ class _Parser:
     """Feeds on trace lines in file order; :meth:`finish` builds the tables."""
 
     def __init__(
-        self, source: str, skip_bad_lines: bool, roles: tuple[tuple[int, ...], tuple[int, ...]]
+        self,
+        source: str,
+        stats: ParseStats,
+        skip_bad_lines: bool,
+        roles: tuple[tuple[int, ...], tuple[int, ...]],
     ) -> None:
         self.source = source
         self.skip_bad_lines = skip_bad_lines
-        self.stats = ParseStats()
+        self.stats = stats
         self.threads: dict[int, _Thread] = {}
+        # tid → (task column, tgid column, lines seen) while they may still improve.
+        self.tasks: dict[str, tuple[str, str | None, int]] = {}
+        self.settled: set[str] = set()
+        self.recorded: list[_Thread] = []  # threads whose state history is kept
         self.t_first = -1
         self.t_last = -1
         self.waking_seen = False
@@ -499,8 +534,8 @@ class _Parser:
         self.cpu_busy: dict[int, int] = {}
         self.cpu_first: dict[int, int] = {}
         self.cpu_switches: dict[int, int] = {}
-        self.cpu_last: dict[int, int] = {}
-        # LITTLE saturation.
+        self.cpu_last: dict[str, int] = {}  # by the CPU column's text
+        # LITTLE saturation: closed intervals back to the oldest unwritten frame, and a total.
         little, big = roles
         self.little, self.big = little, big
         self.track_saturation = bool(little) and bool(big)
@@ -512,26 +547,43 @@ class _Parser:
         self.sat_since = 0
         self.sat_start = array("q")
         self.sat_end = array("q")
-        # Frames, compositions, counters, async slices.
-        self.frames: list[_Frame] = []
+        self.sat_total = 0
+        # Frames: open ones (by number), complete ones waiting for their row, the rows.
+        self.frame_seq = 0
+        self.open_frames: dict[int, _Frame] = {}
+        self.ready: list[_Frame] = []
         self.current_frame: dict[int, _Frame] = {}
-        self.comps: list[tuple[int, int, int, int]] = []
+        self.doframe_pids: set[int] = set()
+        self.rows = {name: array(code) for name, code in _FRAME_COLUMNS.items()}
+        self.path_rows = {name: array(code) for name, code in _PATH_COLUMNS.items()}
+        self.names = _Interned()
+        self.paths = _Interned()
+        # Compositions, counters, async slices.
+        self.c_pid = array("q")
+        self.c_tid = array("q")
+        self.c_start = array("q")
+        self.c_end = array("q")
         self.counters: dict[tuple[int, str], list[float]] = {}
         self.async_open: dict[tuple[int, str, str], int] = {}
         self.async_done: dict[tuple[int, str], list[int]] = {}
 
     # -- entry ----------------------------------------------------------------------------
 
-    def run(self, lines: Iterable[tuple[int, str | None]], tick: Callable[[], None]) -> None:
+    def run(self, lines: Lines, tick: Callable[[], None]) -> None:
+        # The hot loop: one regex per line, counters in locals, CPUs keyed by their text.
         match = _HEADER.match
         stats = self.stats
         cpu_last = self.cpu_last
         skipped = stats.skipped_events
-        n = 0
+        settled = self.settled
+        scale = _FRAC_SCALE
+        mask = _HOUSEKEEPING_LINES - 1
+        n = events = backwards = 0
         for lineno, line in lines:
             n += 1
-            if n & 0xFFFF == 0:
+            if not n & mask:
                 tick()
+                self._housekeeping(final=False)
             if line is None:
                 stats.overlong_lines += 1
                 self._bad(lineno, f"a line over {MAX_LINE_CHARS} characters")
@@ -541,32 +593,52 @@ class _Parser:
                 self._other_line(line, lineno)
                 continue
             comm, tid_s, tgid_s, cpu_s, sec, frac, event, body = m.groups()
-            cpu = int(cpu_s)
-            t = int(sec) * 1_000_000_000 + int(frac) * _FRAC_SCALE[len(frac)]
-            stats.events += 1
-            if self.t_first < 0:
-                self.t_first = t
+            if tid_s not in settled:
+                self._task(tid_s, comm, tgid_s)
+            t = int(sec) * 1_000_000_000 + int(frac) * scale[len(frac)]
+            events += 1
             if t > self.t_last:
+                if self.t_first < 0:
+                    self.t_first = t
                 self.t_last = t
-            last = cpu_last.get(cpu)
+            last = cpu_last.get(cpu_s)
             if last is not None and t < last:
-                stats.backwards_ts += 1
-            cpu_last[cpu] = t
+                backwards += 1
+            cpu_last[cpu_s] = t
             if event == "sched_switch":
-                self._switch(cpu, t, body, lineno, tgid_s)
+                self._switch(int(cpu_s), t, body, lineno)
+            elif event == "tracing_mark_write" or event == "0":
+                # Kernels before 3.x (Android 4.x) print a trace_marker write as "0: …".
+                self._mark(int(tid_s), comm, t, body, lineno)
             elif event == "sched_wakeup" or event == "sched_waking" or event == "sched_wakeup_new":
                 if event == "sched_waking":
                     self.waking_seen = True
                     self._wakeup(int(tid_s), t, body, lineno, True)
                 else:
                     self._wakeup(int(tid_s), t, body, lineno, not self.waking_seen)
-            elif event == "tracing_mark_write":
-                self._mark(int(tid_s), comm, tgid_s, t, body, lineno)
             elif event in skipped:
                 skipped[event] += 1
             else:
                 self._skip_event(event)
         stats.lines = n
+        stats.events += events
+        stats.backwards_ts += backwards
+
+    def _task(self, tid_s: str, comm: str, tgid_s: str | None) -> None:
+        """Remember the name and tgid a line's task columns give for its tid (the first
+        known ones), until they are known or the tid has been seen ``_TASK_LOOKS`` times."""
+        tgid = tgid_s if tgid_s is not None and tgid_s[0] != "-" else None
+        old = self.tasks.get(tid_s)
+        looks = 1
+        if old is not None:
+            comm = old[0] if old[0] != UNKNOWN_COMM else comm
+            tgid = old[1] if old[1] is not None else tgid
+            looks = old[2] + 1
+        elif len(self.tasks) >= MAX_TASKS:
+            return  # more tids than a phone's pid_max: a corrupt file; names stay unknown
+        self.tasks[tid_s] = (comm, tgid, looks)
+        if (comm != UNKNOWN_COMM and (tgid is not None or tgid_s is None)) or looks >= _TASK_LOOKS:
+            self.settled.add(tid_s)
 
     def _other_line(self, line: str, lineno: int) -> None:
         stripped = line.strip()
@@ -614,6 +686,8 @@ class _Parser:
             th = self.threads[tid] = _Thread(tid, comm)
             if comm == "RenderThread":
                 self._record(th, self.t_last)
+        elif th.comm == UNKNOWN_COMM and comm != UNKNOWN_COMM:
+            th.comm = comm
         return th
 
     def _record(self, th: _Thread, t: int) -> None:
@@ -621,6 +695,7 @@ class _Parser:
         if th.hist_t is None:
             th.hist_t = array("q", [t])
             th.hist_s = array("b", [th.state if th.state >= 0 else _UNKNOWN])
+            self.recorded.append(th)
 
     def _set(self, th: _Thread, state: int, t: int) -> None:
         since = th.since
@@ -635,22 +710,21 @@ class _Parser:
             th.hist_t.append(t)
             th.hist_s.append(state)  # type: ignore[union-attr]
 
-    def _switch(self, cpu: int, t: int, body: str, lineno: int, tgid_s: str | None) -> None:
+    def _switch(self, cpu: int, t: int, body: str, lineno: int) -> None:
         m = _SWITCH.match(body)
         if m is None:
             self._bad(lineno, "sched_switch: prev_comm= prev_pid= prev_prio= prev_state= ==> "
                       "next_comm= next_pid= next_prio=")  # fmt: skip
             return
+        self.stats.switches += 1
         prev_comm, prev_s, prev_state, next_comm, next_s = m.groups()
         prev, nxt = int(prev_s), int(next_s)
         pending = self.pending_cpu.pop(cpu, None)
         if pending is not None:
             self.p_run[pending[0]] = max(0, t - pending[1])
         if prev != 0:
-            th = self._thread(prev, prev_comm)
-            th.comm = prev_comm
-            if tgid_s is not None and tgid_s[0] != "-":
-                th.tgid = int(tgid_s)  # the line's task is prev
+            th = self.threads.get(prev) or self._thread(prev, prev_comm)
+            th.comm = prev_comm  # the kernel's name at the switch beats any cached one
             ch = prev_state[0]
             if ch == "R":
                 state = _PREEMPTED
@@ -676,7 +750,7 @@ class _Parser:
                 state = _OTHER
             self._set(th, state, t)
         if nxt != 0:
-            th = self._thread(nxt, next_comm)
+            th = self.threads.get(nxt) or self._thread(nxt, next_comm)
             th.comm = next_comm
             idx = self.pending_victim.pop(nxt, -1)
             if idx >= 0:
@@ -714,6 +788,7 @@ class _Parser:
             elif t > self.sat_since:
                 self.sat_start.append(self.sat_since)
                 self.sat_end.append(t)
+                self.sat_total += t - self.sat_since
             self.sat_on = on
 
     def _wakeup(self, waker: int, t: int, body: str, lineno: int, context: bool) -> None:
@@ -721,11 +796,12 @@ class _Parser:
         if m is None:
             self._bad(lineno, "sched_wakeup: comm= pid= prio= [target_cpu=]")
             return
+        self.stats.wakeups += 1
         comm, pid_s = m.groups()
         tid = int(pid_s)
         if tid == 0:
             return
-        th = self._thread(tid, comm)
+        th = self.threads.get(tid) or self._thread(tid, comm)
         th.comm = comm
         s = th.state
         if s != _RUNNING and s != _RUNNABLE and s != _PREEMPTED:
@@ -742,9 +818,8 @@ class _Parser:
 
     # -- markers --------------------------------------------------------------------------
 
-    def _mark(
-        self, tid: int, comm: str, tgid_s: str | None, t: int, body: str, lineno: int
-    ) -> None:
+    def _mark(self, tid: int, comm: str, t: int, body: str, lineno: int) -> None:
+        self.stats.markers += 1
         body = body.rstrip()
         kind = body[:1]
         if kind == "E" and (len(body) == 1 or body[1] == "|"):
@@ -755,26 +830,30 @@ class _Parser:
             return
         if kind == "B":
             parts = body.split("|", 2)
-            pid = _marker_pid(parts)
-            if pid < 0 or len(parts) < 3:
-                self._bad(lineno, "a tracing_mark_write B|pid|name")
+            pid_s = parts[1]
+            if len(parts) < 3 or not 0 < len(pid_s) <= 10 or not pid_s.isdecimal():
+                self._bad(lineno, "a trace marker B|pid|name")
                 return
+            pid = int(pid_s)
+            self.stats.slices += 1
             self._begin(tid, comm, pid, parts[2], t)
         elif kind == "C":
             parts = body.split("|", 4)
             pid = _marker_pid(parts)
             value = _number(parts[3]) if len(parts) >= 4 else None
             if pid < 0 or value is None:
-                self._bad(lineno, "a tracing_mark_write C|pid|name|value (a number)")
+                self._bad(lineno, "a trace marker C|pid|name|value (a number)")
                 return
+            self.stats.counter_samples += 1
             self._counter(pid, parts[2], value)
         else:
             head, _, cookie = body.rpartition("|")
             parts = head.split("|", 2)
             pid = _marker_pid(parts)
             if pid < 0 or len(parts) < 3 or not cookie.strip().lstrip("-").isdigit():
-                self._bad(lineno, f"a tracing_mark_write {kind}|pid|name|cookie")
+                self._bad(lineno, f"a trace marker {kind}|pid|name|cookie")
                 return
+            self.stats.async_markers += 1
             self._async(kind, pid, parts[2], cookie.strip(), t)
 
     def _begin(self, tid: int, comm: str, pid: int, name: str, t: int) -> None:
@@ -803,29 +882,49 @@ class _Parser:
 
     def _root(self, th: _Thread, node: _Slice, pid: int, t: int) -> None:
         name = node.name
-        if _is_root(name, ("Choreographer#doFrame",)):
+        if _is_root(name, _DOFRAME):
             node.kind = _ROOT_DOFRAME
-            frame = _Frame(pid, th.tid, t)
-            self.frames.append(frame)
-            self.current_frame[pid] = frame
-            node.frame = frame
-            self._record(th, t)
-        elif _is_root(name, ("DrawFrame", "DrawFrames")):
+            node.frame = self._new_frame(_ROOT_DOFRAME, pid, th, t, name)
+            self.doframe_pids.add(pid)
+        elif _is_root(name, _DRAWFRAME):
             node.kind = _ROOT_DRAW
-            frame_or_none = self.current_frame.get(pid)
-            if frame_or_none is not None and frame_or_none.render_tid < 0:
-                frame_or_none.render_tid = th.tid
-                frame_or_none.draw_start = t
-                node.frame = frame_or_none
+            frame = self.current_frame.get(pid)
+            if frame is not None and frame.render_tid < 0 and not frame.abandoned:
+                frame.render_tid = th.tid
+                frame.draw_start = t
+                node.frame = frame
             else:
                 self.stats.unassigned_drawframes += 1
             self._record(th, t)
-        elif _is_root(name, ("onMessageReceived", "composite", "handleMessageRefresh")):
+        elif _is_root(name, _TRAVERSAL):
+            node.kind = _ROOT_TRAVERSAL
+            node.frame = self._new_frame(_ROOT_TRAVERSAL, pid, th, t, name)
+        elif _is_root(name, _COMPOSITION):
             node.kind = _ROOT_SF
         else:
             return
         node.children = []
         th.nodes = 0
+
+    def _new_frame(self, kind: int, pid: int, th: _Thread, t: int, name: str) -> _Frame:
+        previous = self.current_frame.get(pid)
+        if previous is not None:
+            previous.closed = True
+            self._check(previous)
+        frame = _Frame(self.frame_seq, kind, pid, th.tid, t)
+        suffix = _VSYNC_SUFFIX.fullmatch(name)
+        if suffix is not None:
+            frame.vsync_id = int(suffix.group(2))
+        self.frame_seq += 1
+        self.open_frames[frame.seq] = frame
+        self.current_frame[pid] = frame
+        self._record(th, t)
+        return frame
+
+    def _check(self, frame: _Frame) -> None:
+        """Move a frame that just became complete to the ones waiting for their row."""
+        if frame.complete and self.open_frames.pop(frame.seq, None) is not None:
+            self.ready.append(frame)
 
     def _end(self, tid: int, t: int) -> None:
         th = self.threads.get(tid)
@@ -842,14 +941,21 @@ class _Parser:
             parent = th.stack[-1]
             if parent.children is not None and kind != _UNCOLLECTED:
                 parent.children.append(node)
-        if kind == _ROOT_DOFRAME and node.frame is not None:
-            node.frame.doframe_end = node.end
-            node.frame.main_path = _critical_path(node)
-        elif kind == _ROOT_DRAW and node.frame is not None:
-            node.frame.draw_end = node.end
-            node.frame.render_path = _critical_path(node)
+        frame = node.frame
+        if frame is not None and not frame.abandoned:
+            root_name = _root_name(node.name)
+            if kind == _ROOT_DRAW:
+                frame.draw_end = node.end
+                frame.render_path = _critical_path(node, root_name)
+            else:
+                frame.root_end = node.end
+                frame.main_path = _critical_path(node, root_name)
+            self._check(frame)
         elif kind == _ROOT_SF:
-            self.comps.append((th.tgid, th.tid, node.start, node.end))
+            self.c_pid.append(th.tgid)
+            self.c_tid.append(th.tid)
+            self.c_start.append(node.start)
+            self.c_end.append(node.end)
         if th.hist_t is not None and node.name.startswith(_BINDER_SLICES):
             th.binder_slices.append((node.start, node.end))
 
@@ -890,6 +996,130 @@ class _Parser:
         done[1] += dur
         done[2] = max(done[2], dur)
 
+    # -- frames, written as they complete -------------------------------------------------
+
+    def _housekeeping(self, final: bool) -> None:
+        """Give up frames open too long, write the rows of complete frames, and drop the
+        histories no frame still needs: what keeps memory flat however long the trace."""
+        limit = self.t_last - MAX_OPEN_FRAME_NS
+        stale = [f for f in self.open_frames.values() if f.start < limit]
+        for frame in stale:
+            del self.open_frames[frame.seq]
+            frame.abandoned = True
+            self.stats.incomplete_frames += 1
+        if self.ready:
+            horizon = None if final else self._binder_horizon()
+            if horizon is None:
+                batch, self.ready = self.ready, []
+            else:
+                batch = [f for f in self.ready if f.end <= horizon]
+                self.ready = [f for f in self.ready if f.end > horizon]
+            if batch:
+                self._write_rows(batch)
+        self._prune()
+
+    def _binder_horizon(self) -> int | None:
+        """The earliest start of a binder call still waiting for its reply, or of a
+        binder slice still open, on a frame thread: a frame ending later may yet gain
+        binder time, so its row waits (None: no such call or slice)."""
+        limit = self.t_last - MAX_OPEN_FRAME_NS
+        starts = []
+        for th in self.recorded:
+            if th.binder_call is not None and th.binder_call[1] >= limit:
+                starts.append(th.binder_call[1])
+            for node in th.stack:
+                if node.start >= limit and node.name.startswith(_BINDER_SLICES):
+                    starts.append(node.start)
+                    break  # the outermost one starts first
+        return min(starts) if starts else None
+
+    def _prune(self) -> None:
+        keep = min(
+            (f.start for f in (*self.open_frames.values(), *self.ready)), default=self.t_last
+        )
+        for th in self.recorded:
+            times, states = th.hist_t, th.hist_s
+            assert times is not None and states is not None
+            k = bisect.bisect_right(times, keep) - 1  # the entry in force at `keep` stays
+            if k > 0:
+                del times[:k]
+                del states[:k]
+            th.binder_slices = [s for s in th.binder_slices if s[1] >= keep]
+            th.binder_waits = [s for s in th.binder_waits if s[1] >= keep]
+        k = bisect.bisect_left(self.sat_end, keep)
+        if k > 0:
+            del self.sat_start[:k]
+            del self.sat_end[:k]
+
+    def _write_rows(self, batch: list[_Frame]) -> None:
+        n = len(batch)
+        start = np.fromiter((f.start for f in batch), np.int64, n)
+        end = np.fromiter((f.end for f in batch), np.int64, n)
+        main = np.fromiter((f.main_tid for f in batch), np.int64, n)
+        render = np.fromiter((f.render_tid for f in batch), np.int64, n)
+        delay = np.zeros(n, dtype=np.int64)
+        io_ns = np.zeros(n, dtype=np.int64)
+        binder = np.zeros(n, dtype=np.int64)
+        for tid in set(main.tolist()) | set(render.tolist()):
+            th = self.threads.get(tid)
+            if tid < 0 or th is None or th.hist_t is None:
+                continue
+            sel = (main == tid) | (render == tid)
+            a, b = start[sel], end[sel]
+            times = np.array(th.hist_t, dtype=np.int64)
+            states = np.array(th.hist_s, dtype=np.int8)
+            delay[sel] += _state_overlap(times, states, (_RUNNABLE, _PREEMPTED), a, b)
+            io_ns[sel] += _state_overlap(times, states, (_IO,), a, b)
+            binder[sel] += np.maximum(
+                _interval_overlap(th.binder_slices, a, b),
+                _interval_overlap(th.binder_waits, a, b),
+            )
+        sat = np.zeros(n, dtype=np.int64)
+        if self.track_saturation:
+            spans = list(zip(self.sat_start, self.sat_end, strict=True))
+            if self.sat_on:  # still saturated now, so at least until each frame's end
+                spans.append((self.sat_since, max(self.t_last, int(end.max()))))
+            sat = _interval_overlap(spans, start, end)
+        path_id = self.paths.id
+        columns = {
+            "seq": [f.seq for f in batch],
+            "kind": [f.kind for f in batch],
+            "pid": [f.pid for f in batch],
+            "main_tid": main,
+            "render_tid": render,
+            "start": start,
+            "end": end,
+            "root_end": [f.root_end for f in batch],
+            "draw_start": [f.draw_start for f in batch],
+            "draw_end": [f.draw_end for f in batch],
+            "vsync_id": [f.vsync_id for f in batch],
+            "delay": delay,
+            "io": io_ns,
+            "binder": binder,
+            "sat": sat,
+            "path": [path_id(_path_text(f)) for f in batch],
+        }
+        for name, values in columns.items():
+            column = self.rows[name]
+            if isinstance(values, np.ndarray):
+                column.frombytes(values.astype(_DTYPES[column.typecode]).tobytes())
+            else:
+                column.extend(values)  # type: ignore[arg-type]  # a list of ints
+        cp = self.path_rows
+        seq, stage_of, depth_of, name_of, dur_of, self_of = (
+            cp[k].append for k in ("seq", "stage", "depth", "name", "dur", "self")
+        )
+        name_id = self.names.id
+        for f in batch:
+            for stage, rows in ((_MAIN, f.main_path), (_RENDER, f.render_path)):
+                for depth, name, dur, self_ns in rows:
+                    seq(f.seq)
+                    stage_of(stage)
+                    depth_of(depth)
+                    name_of(name_id(name))
+                    dur_of(dur)
+                    self_of(self_ns)
+
     # -- tables ---------------------------------------------------------------------------
 
     def finish(self) -> SystraceTrace:
@@ -899,6 +1129,12 @@ class _Parser:
                 th.acc[th.state] += end - th.since
             th.since = max(th.since, end)
             self.stats.unterminated_slices += len(th.stack) + th.overflow
+        for frame in list(self.open_frames.values()):
+            frame.closed = True  # the trace is over: no DrawFrame will come
+            self._check(frame)
+        self.stats.incomplete_frames += len(self.open_frames)
+        self.open_frames.clear()
+        self._housekeeping(final=True)
         for cpu, cur in self.cpu_cur.items():
             if cur != 0:
                 self.cpu_busy[cpu] += max(0, end - self.cpu_since[cpu])
@@ -908,35 +1144,38 @@ class _Parser:
         saturated_ns: int | None = None
         if self.track_saturation:
             if self.sat_on and end > self.sat_since:
-                self.sat_start.append(self.sat_since)
-                self.sat_end.append(end)
-            saturated_ns = int(sum(self.sat_end) - sum(self.sat_start))
-        frames, path = self._frames_table()
+                self.sat_total += end - self.sat_since
+            saturated_ns = self.sat_total
+        names = self._names()
+        frames, path = self._frames_table(names)
+        self.path_rows = {}
+        preemptions = pd.DataFrame(
+            {
+                "time_ns": _view(self.p_time),
+                "core": _view(self.p_cpu),
+                "victim_tid": _view(self.p_victim),
+                "preemptor_tid": _view(self.p_preemptor),
+                "victim_wait_ns": _view(self.p_wait),
+                "preemptor_run_ns": _view(self.p_run),
+            }
+        )
         return SystraceTrace(
             source=self.source,
             stats=self.stats,
             start_ns=self.t_first,
             end_ns=end,
-            threads=self._threads_table(),
-            preemptions=pd.DataFrame(
-                {
-                    "time_ns": np.frombuffer(self.p_time, dtype=np.int64),
-                    "core": np.frombuffer(self.p_cpu, dtype=np.int64),
-                    "victim_tid": np.frombuffer(self.p_victim, dtype=np.int64),
-                    "preemptor_tid": np.frombuffer(self.p_preemptor, dtype=np.int64),
-                    "victim_wait_ns": np.frombuffer(self.p_wait, dtype=np.int64),
-                    "preemptor_run_ns": np.frombuffer(self.p_run, dtype=np.int64),
-                }
-            ).copy(),
+            threads=self._threads_table(names),
+            preemptions=preemptions,
             frames=frames,
             critical_path=path,
-            compositions=pd.DataFrame(
-                self.comps, columns=["pid", "tid", "start_ns", "end_ns"], dtype=np.int64
-            ).assign(dur_ms=lambda d: (d["end_ns"] - d["start_ns"]) / 1e6),
+            compositions=self._compositions_table(),
             cpus=self._cpus_table(),
             counters=pd.DataFrame(
-                [(p, n, int(c[0]), c[1], c[2], c[3]) for (p, n), c in self.counters.items()],
-                columns=["pid", "name", "samples", "min", "max", "last"],
+                [
+                    (p, _process(names, p), n, int(c[0]), c[1], c[2], c[3])
+                    for (p, n), c in self.counters.items()
+                ],
+                columns=["pid", "process", "name", "samples", "min", "max", "last"],
             ),
             async_slices=pd.DataFrame(
                 [(p, n, *d) for (p, n), d in self.async_done.items()],
@@ -947,18 +1186,34 @@ class _Parser:
             saturated_ns=saturated_ns,
         )
 
-    def _process_name(self, tgid: int) -> str:
-        main = self.threads.get(tgid)
-        return main.comm if main is not None and tgid > 0 else ""
+    def _names(self) -> dict[int, tuple[str, int]]:
+        """tid → (name, tgid): a thread's own, else what any line's task columns said."""
+        out: dict[int, tuple[str, int]] = {}
+        for tid_s, (comm, tgid_s, _) in self.tasks.items():
+            tid = int(tid_s)
+            out[tid] = (comm, int(tgid_s) if tgid_s is not None else -1)
+        for tid, th in self.threads.items():
+            seen = out.get(tid)
+            comm = th.comm
+            if comm == UNKNOWN_COMM and seen is not None:
+                comm = seen[0]
+            tgid = seen[1] if seen is not None and seen[1] >= 0 else th.tgid
+            out[tid] = (comm, tgid)
+        return out
 
-    def _threads_table(self) -> pd.DataFrame:
-        rows = [
-            (th.tid, th.comm, th.tgid, self._process_name(th.tgid), *th.acc)
-            for th in self.threads.values()
-        ]
-        table = pd.DataFrame(rows, columns=["tid", "thread", "tgid", "process", *THREAD_COLUMNS])
+    def _threads_table(self, names: dict[int, tuple[str, int]]) -> pd.DataFrame:
+        known = self.stats.thread_states_known
+        rows = []
+        for th in self.threads.values():
+            comm, tgid = names[th.tid]
+            rows.append((th.tid, comm, tgid, _process(names, tgid), *th.acc,
+                         known and th.state != _UNKNOWN))  # fmt: skip
+        table = pd.DataFrame(
+            rows, columns=["tid", "thread", "tgid", "process", *THREAD_COLUMNS, "states_known"]
+        )
         for column in ("tid", "tgid", *THREAD_COLUMNS):
             table[column] = table[column].astype(np.int64)
+        table["states_known"] = table["states_known"].astype(bool)
         return table.sort_values("tid", ignore_index=True)
 
     def _cpus_table(self) -> pd.DataFrame:
@@ -975,99 +1230,147 @@ class _Parser:
             rows, columns=["cpu", "cluster", "known_ns", "busy_ns", "busy_share", "switches"]
         )
 
-    def _frames_table(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        done = []
-        for f in self.frames:
-            if f.doframe_end < 0 or (f.render_tid >= 0 and f.draw_end < 0):
-                self.stats.incomplete_frames += 1
-            else:
-                done.append(f)
-        start = np.array([f.start for f in done], dtype=np.int64)
-        end = np.array(
-            [f.draw_end if f.render_tid >= 0 else f.doframe_end for f in done], dtype=np.int64
-        )
-        main = np.array([f.main_tid for f in done], dtype=np.int64)
-        render = np.array([f.render_tid for f in done], dtype=np.int64)
-        delay = np.zeros(len(done), dtype=np.int64)
-        io_ns = np.zeros(len(done), dtype=np.int64)
-        binder = np.zeros(len(done), dtype=np.int64)
-        for tids in (main, render):
-            for tid in np.unique(tids):
-                th = self.threads.get(int(tid))
-                if th is None or th.hist_t is None:
-                    continue
-                sel = tids == tid
-                a, b = start[sel], end[sel]
-                times = np.frombuffer(th.hist_t, dtype=np.int64)
-                states = np.frombuffer(th.hist_s, dtype=np.int8)  # type: ignore[arg-type]
-                delay[sel] += _state_overlap(times, states, (_RUNNABLE, _PREEMPTED), a, b)
-                io_ns[sel] += _state_overlap(times, states, (_IO,), a, b)
-                binder[sel] += np.maximum(
-                    _interval_overlap(th.binder_slices, a, b),
-                    _interval_overlap(th.binder_waits, a, b),
-                )
-        dur = end - start
+    def _compositions_table(self) -> pd.DataFrame:
         table = pd.DataFrame(
             {
-                "pid": np.array([f.pid for f in done], dtype=np.int64),
-                "process": [self._process_name(f.pid) for f in done],
-                "frame": np.arange(len(done), dtype=np.int64),
-                "main_tid": main,
-                "render_tid": render,
-                "start_ns": start,
-                "end_ns": end,
-                "dur_ns": dur,
-                "dur_ms": dur / 1e6,
-                "doframe_ms": np.array([f.doframe_end - f.start for f in done]) / 1e6,
-                "drawframe_ms": np.array(
-                    [f.draw_end - f.draw_start if f.render_tid >= 0 else np.nan for f in done],
-                    dtype=np.float64,
-                )
-                / 1e6,
-                "composite_ms": self._composite_ms(end),
-                "slow": slow_mask(dur),
-                "frozen": frozen_mask(dur),
-                "sched_delay_ns": delay,
-                "io_ns": io_ns,
-                "binder_ns": binder,
+                "pid": np.array(self.c_pid, dtype=np.int64),
+                "tid": np.array(self.c_tid, dtype=np.int64),
+                "start_ns": np.array(self.c_start, dtype=np.int64),
+                "end_ns": np.array(self.c_end, dtype=np.int64),
             }
         )
+        table["dur_ms"] = (table["end_ns"] - table["start_ns"]) / 1e6
+        return table
+
+    def _frames_table(self, names: dict[int, tuple[str, int]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        raw = {k: _view(v) for k, v in self.rows.items()}
+        # Start order; a performTraversals frame counts only in a process without doFrame.
+        order = np.argsort(raw["seq"], kind="stable")
+        traversal_only = ~np.isin(raw["pid"], np.array(sorted(self.doframe_pids), np.int64))
+        keep = (raw["kind"] != _ROOT_TRAVERSAL) | traversal_only
+        order = order[keep[order]]
+        col = {k: v[order].astype(np.int64) for k, v in raw.items()}
+        del raw
+        self.rows = {}  # copied out: free them before the critical-path table is built
+        start, end = col["start"], col["end"]
+        dur = end - start
+        has_draw = col["render_tid"] >= 0
+        pids = col["pid"]
+        by_pid = {int(p): _process(names, int(p)) for p in np.unique(pids)}
+        columns: dict[str, Any] = {
+            "pid": pids,
+            "process": np.array([by_pid[p] for p in pids.tolist()], dtype=object),
+            "frame": np.arange(len(order), dtype=np.int64),
+            "vsync_id": col["vsync_id"],
+            "main_tid": col["main_tid"],
+            "render_tid": col["render_tid"],
+            "start_ns": start,
+            "end_ns": end,
+            "dur_ns": dur,
+            "dur_ms": dur / 1e6,
+            "doframe_ms": (col["root_end"] - start) / 1e6,
+            "drawframe_ms": np.where(has_draw, col["draw_end"] - col["draw_start"], np.nan) / 1e6,
+            "composite_ms": self._composite_ms(end),
+            "slow": slow_mask(dur),
+            "frozen": frozen_mask(dur),
+            "sched_delay_ns": col["delay"],
+            "io_ns": col["io"],
+            "binder_ns": col["binder"],
+        }
+        if not self.stats.thread_states_known:  # no sched events: unknown, not zero
+            columns["sched_delay_ns"] = np.full(len(order), np.nan)
+            columns["io_ns"] = np.full(len(order), np.nan)
         if self.track_saturation:
-            sat = _interval_overlap(
-                list(zip(self.sat_start, self.sat_end, strict=True)), start, end
-            )
-            table["little_saturated_ns"] = sat
+            sat = col["sat"]
+            columns["little_saturated_ns"] = sat
             share = np.where(dur > 0, sat / np.maximum(dur, 1), 0.0)
-            table["little_saturated"] = share >= SATURATED_FRAME_FRACTION
-        table["critical_path"] = [
-            " > ".join(r[1] for r in f.main_path)
-            + (" | " + " > ".join(r[1] for r in f.render_path) if f.render_path else "")
-            for f in done
-        ]
-        path_rows = [
-            (i, f.pid, stage, depth, name, dur_ns, self_ns)
-            for i, f in enumerate(done)
-            for stage, rows in (("main", f.main_path), ("render", f.render_path))
-            for depth, name, dur_ns, self_ns in rows
-        ]
-        path = pd.DataFrame(
-            path_rows, columns=["frame", "pid", "stage", "depth", "name", "dur_ns", "self_ns"]
+            columns["little_saturated"] = share >= SATURATED_FRAME_FRACTION
+        # Paths repeat from frame to frame: a categorical holds each once.
+        columns["critical_path"] = _categorical(col["path"], self.paths.values)
+        table = pd.DataFrame(columns, copy=False)
+        return table, self._path_table(col["seq"], pids)
+
+    def _path_table(self, seqs: IntArray, pids: IntArray) -> pd.DataFrame:
+        cp = {k: _view(v) for k, v in self.path_rows.items()}
+        number = np.full(self.frame_seq + 1, -1, dtype=np.int64)
+        number[seqs] = np.arange(len(seqs))
+        unsorted = number[cp["seq"]]
+        del number
+        # Rows were written frame by frame (main, then render, by depth), in the order the
+        # frames completed; a stable sort by frame number restores the start order.
+        order = np.argsort(unsorted, kind="stable")
+        order = order[unsorted[order] >= 0]
+        frame = unsorted[order]
+        del unsorted
+        return pd.DataFrame(
+            {
+                "frame": frame,
+                "pid": pids[frame],
+                "stage": _categorical(cp["stage"][order], ["main", "render"]),
+                "depth": cp["depth"][order].astype(np.int64),
+                "name": _categorical(cp["name"][order], self.names.values),
+                "dur_ns": cp["dur"][order],
+                "self_ns": cp["self"][order],
+            },
+            copy=False,
         )
-        return table, path
 
     def _composite_ms(self, frame_end: IntArray) -> FloatArray:
         out = np.full(len(frame_end), np.nan)
-        if not self.comps or not len(frame_end):
+        if not len(self.c_start) or not len(frame_end):
             return out
-        comps = sorted(self.comps, key=lambda c: c[2])
-        starts = np.array([c[2] for c in comps], dtype=np.int64)
-        durs = np.array([c[3] - c[2] for c in comps], dtype=np.float64) / 1e6
+        starts = _view(self.c_start)
+        order = np.argsort(starts, kind="stable")
+        starts = starts[order]
+        durs = (_view(self.c_end)[order] - starts) / 1e6
         j = np.searchsorted(starts, frame_end, side="left")
         ok = j < len(starts)
         jj = np.minimum(j, len(starts) - 1)
         ok &= starts[jj] - frame_end <= COMPOSE_WINDOW_NS
         out[ok] = durs[jj[ok]]
         return out
+
+
+_DTYPES: dict[str, type[np.signedinteger[Any]]] = {
+    "q": np.int64, "i": np.int32, "h": np.int16, "b": np.int8,
+}  # fmt: skip
+
+
+def _view(values: array[int]) -> npt.NDArray[Any]:
+    """An array module buffer as a numpy array, without a copy."""
+    dtype = _DTYPES[values.typecode]
+    return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype)
+
+
+def _categorical(codes: npt.NDArray[Any], values: list[str]) -> Any:
+    """Strings by number as a categorical (1–4 bytes a row, each string stored once)."""
+    unique: dict[str, int] = {}
+    remap = np.array([unique.setdefault(v, len(unique)) for v in values], dtype=np.int32)
+    mapped: npt.NDArray[np.int32] = remap[codes] if len(codes) else np.zeros(0, np.int32)
+    return pd.Categorical.from_codes(mapped, pd.Index(list(unique) or [""]))
+
+
+def _process(names: dict[int, tuple[str, int]], tgid: int) -> str:
+    """A process's name: its main thread's (tid = tgid); "" when unknown."""
+    main = names.get(tgid)
+    if main is None or tgid <= 0 or main[0] == UNKNOWN_COMM:
+        return ""
+    return main[0]
+
+
+def _root_name(name: str) -> str:
+    """A frame root's name without the vsync id Android 12+ appends."""
+    suffix = _VSYNC_SUFFIX.fullmatch(name)
+    if suffix is not None and _is_root(name, (*_DOFRAME, *_DRAWFRAME)):
+        return suffix.group(1)
+    return name
+
+
+def _path_text(frame: _Frame) -> str:
+    text = " > ".join(r[1] for r in frame.main_path)
+    if frame.render_path:
+        text += " | " + " > ".join(r[1] for r in frame.render_path)
+    return text
 
 
 def _marker_pid(parts: list[str]) -> int:
@@ -1185,25 +1488,26 @@ def cluster_roles(clusters: Mapping[int, str] | None) -> tuple[tuple[int, ...], 
     return little, big
 
 
-def _parse_stream(
-    text: IO[str],
+def _parse(
+    lines: Lines,
     source: str,
+    stats: ParseStats,
     clusters: Mapping[int, str] | None,
     skip_bad_lines: bool,
     tick: Callable[[], None],
 ) -> SystraceTrace:
-    parser = _Parser(source, skip_bad_lines, cluster_roles(clusters))
-    parser.run(_trace_lines(text, parser.stats), tick)
-    if parser.stats.events == 0:
+    parser = _Parser(source, stats, skip_bad_lines, cluster_roles(clusters))
+    parser.run(lines, tick)
+    if stats.events == 0:
         hint = ""
-        if parser.stats.html_json_blocks and not parser.stats.html_text_blocks:
+        if stats.html_json_blocks and not (stats.html_text_blocks or stats.html_js_blocks):
             hint = " (this HTML holds only JSON trace data; only text ftrace is read)"
-        elif parser.stats.json_input:
+        elif stats.json_input:
             hint = " (this looks like a JSON trace; only text ftrace is read)"
-        elif parser.stats.binary_lines:
+        elif stats.binary_lines:
             hint = " (the file looks binary: a Perfetto protobuf trace needs `traceconv systrace`)"
-        elif parser.stats.bad_lines:
-            hint = f" ({parser.stats.bad_lines} bad lines were skipped)"
+        elif stats.bad_lines:
+            hint = f" ({stats.bad_lines} bad lines were skipped)"
         raise InputFileError(
             source,
             "no ftrace events found: expected text lines like "
@@ -1221,7 +1525,30 @@ def parse_systrace_text(
     skip_bad_lines: bool = False,
 ) -> SystraceTrace:
     """Parse trace text held in memory (see :func:`load_systrace`)."""
-    return _parse_stream(io.StringIO(text), source, clusters, skip_bad_lines, lambda: None)
+    stats = ParseStats()
+    lines = text_lines(text, stats, source)
+    return _parse(lines, source, stats, clusters, skip_bad_lines, lambda: None)
+
+
+def parse_systrace_lines(
+    lines: Iterable[str],
+    *,
+    source: str = "<lines>",
+    clusters: Mapping[int, str] | None = None,
+    skip_bad_lines: bool = False,
+) -> SystraceTrace:
+    """Parse trace lines from any iterable of text (a pipe from ``adb shell atrace``, an
+    open text file), streaming: containers are sniffed as in :func:`load_systrace`;
+    line ends are dropped; a line over ``MAX_LINE_CHARS`` is a bad line."""
+    stats = ParseStats()
+
+    def bare() -> Iterator[str | None]:
+        for line in lines:
+            line = line.rstrip("\r\n")
+            yield line if len(line) <= MAX_LINE_CHARS else None
+
+    return _parse(trace_lines(bare(), stats, source), source, stats, clusters,
+                  skip_bad_lines, lambda: None)  # fmt: skip
 
 
 def load_systrace(
@@ -1231,28 +1558,32 @@ def load_systrace(
     skip_bad_lines: bool = False,
     progress: Callable[[float], None] | None = None,
 ) -> SystraceTrace:
-    """Parse one ftrace/atrace text, gzip or systrace HTML file, streaming it.
+    """Parse one capture, streaming it: ftrace/atrace text (any encoding and line end),
+    gzip, ``atrace -z`` or a systrace HTML report (see :mod:`mqoe.analysis.systrace_input`).
 
     ``clusters`` maps CPU → cluster name for the LITTLE-saturation measure;
     ``progress`` is called with the fraction of the file read. Raises
-    :class:`InputFileError` (file:line) on bad input.
+    :class:`InputFileError` (file:line) on bad input and for unreadable paths.
     """
     path = Path(path)
-    if path.is_dir():
-        raise InputFileError(path, "is a folder; expected a trace file")
-    text, raw, size = _open(path)
+    stats = ParseStats()
+    try:
+        trace_file = TraceFile(path, stats)
+    except (EOFError, zlib.error) as exc:
+        raise InputFileError(path, f"corrupt or truncated compressed data ({exc})") from None
 
     def tick() -> None:
-        if progress is not None and size > 0:
-            progress(min(1.0, raw.tell() / size))
+        if progress is not None:
+            progress(trace_file.fraction_read())
 
     try:
-        with text:
-            return _parse_stream(text, str(path), clusters, skip_bad_lines, tick)
+        return _parse(trace_file.lines, str(path), stats, clusters, skip_bad_lines, tick)
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise InputFileError(path, f"corrupt or truncated compressed data ({exc})") from None
     except OSError as exc:
-        raise InputFileError(path, f"cannot read the file: {exc.strerror or exc}") from None
+        raise InputFileError(path, describe_os_error(exc)) from None
+    finally:
+        trace_file.close()
 
 
 # -- analysis -----------------------------------------------------------------------------
@@ -1267,8 +1598,12 @@ class SystraceReport:
 
 
 def _tagged(trace: SystraceTrace, frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.copy()
-    frame.insert(0, "trace", trace.source)
+    # A shallow copy and a one-category column: a big table (frames, critical path) is
+    # not duplicated, nor the file name repeated on each of its rows.
+    frame = frame.copy(deep=False)
+    codes = np.zeros(len(frame), dtype=np.int8)
+    tag = pd.Categorical.from_codes(codes, pd.Index([trace.source]))
+    frame.insert(0, "trace", pd.Series(tag, index=frame.index))
     return frame
 
 
@@ -1277,7 +1612,9 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     nonempty = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame()
-    return pd.concat(nonempty or frames[:1], ignore_index=True)
+    if len(nonempty) <= 1:
+        return (nonempty or frames)[0].reset_index(drop=True)
+    return pd.concat(nonempty, ignore_index=True)
 
 
 CAUSES = ("binder", "io", "sched_delay")
@@ -1287,12 +1624,17 @@ def slow_frame_correlation(frames: pd.DataFrame) -> pd.DataFrame:
     """Per process and cause: mean time per slow (SR or FF) frame vs per normal frame.
 
     Causes: ``binder``, ``io``, ``sched_delay`` and, when the trace had a cluster map,
-    ``little_saturated``; ``ratio`` = slow mean / normal mean (inf when normal is 0).
+    ``little_saturated`` (a cause the trace cannot measure, NaN, is left out); ``ratio``
+    = slow mean / normal mean (inf when normal is 0).
     """
     columns = ["pid", "process", "cause", "slow_frames", "normal_frames",
                "slow_mean_ms", "normal_mean_ms", "ratio"]  # fmt: skip
     rows = []
-    causes = [c for c in (*CAUSES, "little_saturated") if c + "_ns" in frames.columns]
+    causes = [
+        c
+        for c in (*CAUSES, "little_saturated")
+        if c + "_ns" in frames.columns and frames[c + "_ns"].notna().any()
+    ]
     for (pid, process), group in frames.groupby(["pid", "process"], sort=True):
         bad = group["slow"] | group["frozen"]
         for cause in causes:
@@ -1342,14 +1684,17 @@ def saturation_summary(trace: SystraceTrace) -> dict[str, Any]:
 
 
 def analyze(traces: Sequence[SystraceTrace]) -> SystraceReport:
-    """The report tables: thread_states (:func:`mqoe.metrics.sched.thread_states`),
-    preemptions, preemption_summary (:func:`mqoe.metrics.sched.preemption_summary`),
-    frames, frame_summary, critical_path, correlation, saturation, cpus, compositions."""
+    """The report tables: thread_states (:func:`mqoe.metrics.sched.thread_states`, only
+    threads whose states the trace measured), preemptions, preemption_summary
+    (:func:`mqoe.metrics.sched.preemption_summary`), frames, frame_summary,
+    critical_path, correlation, saturation, cpus, compositions, counters."""
     tables: dict[str, list[pd.DataFrame]] = {k: [] for k in (
         "thread_states", "preemptions", "preemption_summary", "frames", "frame_summary",
-        "critical_path", "correlation", "saturation", "cpus", "compositions")}  # fmt: skip
+        "critical_path", "correlation", "saturation", "cpus", "compositions",
+        "counters")}  # fmt: skip
     for tr in traces:
-        states = thread_states(tr.threads)
+        measured = tr.threads[tr.threads["states_known"]].drop(columns="states_known")
+        states = thread_states(measured.reset_index(drop=True))
         tables["thread_states"].append(_tagged(tr, states))
         tables["preemptions"].append(_tagged(tr, tr.preemptions))
         tables["preemption_summary"].append(
@@ -1362,6 +1707,7 @@ def analyze(traces: Sequence[SystraceTrace]) -> SystraceReport:
         tables["saturation"].append(_tagged(tr, pd.DataFrame([saturation_summary(tr)])))
         tables["cpus"].append(_tagged(tr, tr.cpus))
         tables["compositions"].append(_tagged(tr, tr.compositions))
+        tables["counters"].append(_tagged(tr, tr.counters))
     return SystraceReport(list(traces), {k: _concat(v) for k, v in tables.items()})
 
 
@@ -1384,641 +1730,3 @@ def select_threads(states: pd.DataFrame, pattern: str | None, top: int) -> pd.Da
     )
     ordered = ordered.drop(columns="_order")
     return ordered if pattern is not None else ordered.groupby("trace", sort=False).head(top)
-
-
-# -- a synthetic trace with ground truth --------------------------------------------------
-
-_VSYNC_US = 16_667  # 60 Hz
-
-
-@dataclass(frozen=True)
-class _Spec:
-    tid: int
-    tgid: int
-    comm: str
-    prio: int  # as ftrace prints it (RT: 99 − rt_priority; CFS: 120 + nice)
-    rank: int  # lower preempts higher in the generator's scheduler
-    allowed: tuple[int, ...]
-
-
-@dataclass
-class SynthTruth:
-    """What :func:`synth_systrace` scheduled, in ns on the trace clock.
-
-    ``threads``: tid, thread, tgid and the five state columns (from each thread's first
-    sched event to the last event line); ``preemptions``: victim_tid, preemptor_tid,
-    victim_wait_ns, preemptor_run_ns (−1 open); ``frames``: pid, main_tid, render_tid,
-    start_ns, end_ns, dur_ns, sched_delay_ns, io_ns, binder_ns, little_saturated_ns.
-    """
-
-    threads: pd.DataFrame
-    preemptions: pd.DataFrame
-    frames: pd.DataFrame
-    clusters: dict[int, str]
-    saturated_ns: int
-    start_ns: int
-    end_ns: int
-    event_lines: int
-    skipped_events: int
-
-
-_SimAction = tuple[Any, ...]
-_Program = Generator[_SimAction, None, None]
-
-
-class _SimThread:
-    def __init__(self, spec: _Spec) -> None:
-        self.spec = spec
-        self.prog: _Program | None = None
-        self.state = "S"
-        self.since = 0
-        self.seen = False
-        self.acc = {"run": 0, "R": 0, "P": 0, "S": 0, "D": 0}
-        self.log: list[tuple[int, str]] = []
-        self.remaining = 0
-        self.run_start = 0
-        self.token = 0
-        self.cpu = -1
-        self.last_cpu = -1
-        self.block: str | None = None  # channel of an untimed block, "timer", None
-        self.pending: dict[str, int] = {}
-        self.requests: list[int] = []
-        self.binder_call: tuple[int, int] | None = None
-        self.binder_waits: list[tuple[int, int]] = []
-        self.binder_slice_start = -1
-        self.binder_slices: list[tuple[int, int]] = []
-
-
-class _Sim:
-    """A small event-driven scheduler that writes ftrace lines as it runs: threads run
-    programs (generators of actions), RT/priority ranks preempt, idle CPUs are taken
-    after a wakeup latency, everything else waits in a run queue."""
-
-    def __init__(self, rng: np.random.Generator, n_cpus: int, opts: dict[str, Any]) -> None:
-        self.rng = rng
-        self.n_cpus = n_cpus
-        self.opts = opts
-        self.now = 0
-        self.base_us = int(rng.integers(1_000, 50_000)) * 1_000_000
-        self.heap: list[tuple[int, int, str, tuple[int, ...]]] = []
-        self.seq = 0
-        self.lines: list[str] = []
-        self.first_line_us = 0
-        self.last_line_us = 0
-        self.cur = [0] * n_cpus
-        self.incoming: list[int | None] = [None] * n_cpus
-        self.in_token = [0] * n_cpus
-        self.runq: list[int] = []
-        self.threads: dict[int, _SimThread] = {}
-        self.pre_rows: list[list[int]] = []
-        self.pend_victim: dict[int, int] = {}
-        self.pend_cpu: dict[int, tuple[int, int]] = {}
-        self.cpu_busy: list[int] = [-1] * n_cpus  # -1 unknown, 0 idle, 1 busy
-        self.little: tuple[int, ...] = ()
-        self.sat_on = False
-        self.sat_since = 0
-        self.sat: list[tuple[int, int]] = []
-        self.skipped = 0
-        self.flags_width = opts["flags_width"]
-
-    # -- bookkeeping ----------------------------------------------------------------------
-
-    def at(self, t: int, kind: str, *args: int) -> None:
-        heapq.heappush(self.heap, (t, self.seq, kind, args))
-        self.seq += 1
-
-    def add(self, spec: _Spec, program: Callable[[_SimThread], _Program]) -> _SimThread:
-        th = self.threads[spec.tid] = _SimThread(spec)
-        th.prog = program(th)
-        action = next(th.prog)  # every program starts blocked
-        self._block(th, action, emit=False)
-        return th
-
-    def set_state(self, th: _SimThread, state: str) -> None:
-        if th.seen:
-            th.acc[th.state] += self.now - th.since
-        th.seen = True
-        th.state, th.since = state, self.now
-        th.log.append((self.now, state))
-
-    def emit(self, task: int, cpu: int, event: str, body: str, flags: str) -> None:
-        th = self.threads.get(task)
-        comm = th.spec.comm if th is not None else "<idle>"
-        ts = self.base_us + self.now
-        tgid = ""
-        if self.opts["tgid_column"]:
-            tgid = f"({th.spec.tgid:>5}) " if th is not None else "(-----) "
-        flags = (flags + ".")[: self.flags_width] + " " if self.flags_width else ""
-        self.lines.append(
-            f"{comm:>16}-{task:<5} {tgid}[{cpu:03d}] {flags}"
-            f"{ts // 1_000_000:5d}.{ts % 1_000_000:06d}: {event}: {body}\n"
-        )
-        if len(self.lines) == 1:
-            self.first_line_us = self.now
-        self.last_line_us = self.now
-
-    # -- scheduling -----------------------------------------------------------------------
-
-    def _switch(self, cpu: int, prev: int, prev_state: str, nxt: int) -> None:
-        p = self.threads.get(prev)
-        n = self.threads.get(nxt)
-        self.emit(
-            prev,
-            cpu,
-            "sched_switch",
-            f"prev_comm={p.spec.comm if p else f'swapper/{cpu}'} prev_pid={prev} "
-            f"prev_prio={p.spec.prio if p else 120} prev_state={prev_state} ==> "
-            f"next_comm={n.spec.comm if n else f'swapper/{cpu}'} next_pid={nxt} "
-            f"next_prio={n.spec.prio if n else 120}",
-            "d..2",
-        )
-        pending = self.pend_cpu.pop(cpu, None)
-        if pending is not None:
-            self.pre_rows[pending[0]][3] = self.now - pending[1]
-        if n is not None:
-            idx = self.pend_victim.pop(nxt, -1)
-            if idx >= 0:
-                self.pre_rows[idx][2] = self.now - self.pre_rows[idx][4]
-            self.set_state(n, "run")
-            n.cpu = cpu
-            n.run_start = self.now
-            n.token += 1
-            self.at(self.now, "advance", nxt, n.token)
-        self.cur[cpu] = nxt
-        self._cpu_status(cpu, 1 if nxt else 0)
-
-    def _cpu_status(self, cpu: int, busy: int) -> None:
-        self.cpu_busy[cpu] = busy
-        if not self.little:
-            return
-        little = all(self.cpu_busy[c] == 1 for c in self.little)
-        big_idle = any(self.cpu_busy[c] == 0 for c in range(self.n_cpus) if c not in self.little)
-        on = little and big_idle
-        if on and not self.sat_on:
-            self.sat_since = self.now
-        elif self.sat_on and not on and self.now > self.sat_since:
-            self.sat.append((self.sat_since, self.now))
-        self.sat_on = on
-
-    def _pick(self, cpu: int) -> int:
-        best = -1
-        for i, tid in enumerate(self.runq):
-            spec = self.threads[tid].spec
-            if cpu in spec.allowed and (
-                best < 0 or spec.rank < self.threads[self.runq[best]].spec.rank
-            ):
-                best = i
-        return self.runq.pop(best) if best >= 0 else 0
-
-    def _cpu_free(self, cpu: int, prev: int, prev_state: str) -> None:
-        nxt = self.incoming[cpu]
-        if nxt is not None:
-            self.incoming[cpu] = None
-            self.in_token[cpu] += 1
-            self.runq_remove(nxt)
-        else:
-            nxt = self._pick(cpu)
-        self._switch(cpu, prev, prev_state, nxt)
-
-    def runq_remove(self, tid: int) -> None:
-        if tid in self.runq:
-            self.runq.remove(tid)
-
-    def _reserve(self, cpu: int, tid: int, kind: str) -> None:
-        self.incoming[cpu] = tid
-        self.in_token[cpu] += 1
-        latency = int(self.rng.integers(5, 60))
-        self.at(self.now + latency, kind, cpu, tid, self.in_token[cpu])
-
-    def _place(self, th: _SimThread) -> int:
-        allowed = th.spec.allowed
-        idle = [c for c in allowed if self.cur[c] == 0 and self.incoming[c] is None]
-        if idle:
-            cpu = th.last_cpu if th.last_cpu in idle else idle[0]
-            self._reserve(cpu, th.spec.tid, "switch_in")
-            return cpu
-        victims = [
-            c
-            for c in allowed
-            if self.incoming[c] is None and self.threads[self.cur[c]].spec.rank > th.spec.rank
-        ]
-        if victims:
-            cpu = max(victims, key=lambda c: (self.threads[self.cur[c]].spec.rank, -c))
-            self._reserve(cpu, th.spec.tid, "preempt")
-            return cpu
-        self.runq.append(th.spec.tid)
-        return th.last_cpu if th.last_cpu >= 0 else allowed[0]
-
-    def _wake_now(self, th: _SimThread, waker: int, cpu: int) -> None:
-        th.block = None
-        target = self._place(th)
-        spec = th.spec
-        body = f"comm={spec.comm} pid={spec.tid} prio={spec.prio} "
-        body += "success=1 " if self.opts["old_wakeup"] else ""
-        body += f"target_cpu={target:03d}"
-        if self.opts["waking"]:
-            self.emit(waker, cpu, "sched_waking", body, "d..4")
-        self.emit(waker, cpu, "sched_wakeup", body, "d..4")
-        self.set_state(th, "R")
-        call = th.binder_call
-        if call is not None:
-            if call[0] == waker:
-                th.binder_waits.append((call[1], self.now))
-            th.binder_call = None
-
-    def wake(self, target: int, waker: int, channel: str, reply_to: int | None) -> None:
-        th = self.threads[target]
-        if reply_to is not None:
-            th.requests.append(reply_to)
-        w = self.threads[waker]
-        if th.spec.comm.startswith(_BINDER_THREADS) and th.block == channel:
-            w.binder_call = (target, self.now)
-        if th.block == channel:
-            self._wake_now(th, waker, w.cpu)
-        else:
-            th.pending[channel] = th.pending.get(channel, 0) + 1
-
-    def _block(self, th: _SimThread, action: _SimAction, emit: bool = True) -> None:
-        _, state, timeout, channel = action
-        cpu = th.cpu
-        th.block = channel if timeout is None else "timer"
-        if emit:
-            self.set_state(th, state)
-        else:
-            th.state = state
-        th.cpu, th.last_cpu = -1, cpu if cpu >= 0 else th.last_cpu
-        if timeout is not None:
-            th.token += 1
-            self.at(self.now + max(1, int(timeout)), "timer", th.spec.tid, th.token)
-        if emit:
-            self._cpu_free(cpu, th.spec.tid, state)
-
-    def _advance(self, th: _SimThread) -> None:
-        assert th.prog is not None
-        while True:
-            if th.remaining > 0:
-                th.run_start = self.now
-                th.token += 1
-                self.at(self.now + th.remaining, "run_done", th.spec.tid, th.token)
-                return
-            action = next(th.prog)
-            op = action[0]
-            if op == "run":
-                th.remaining = max(1, int(action[1]))
-            elif op == "mark":
-                self._mark(th, action[1], action[2] if len(action) > 2 else None)
-            elif op == "wake":
-                self.wake(action[1], th.spec.tid, action[2], action[3])
-            elif op == "block":
-                channel = action[3]
-                if action[2] is None and th.pending.get(channel, 0) > 0:
-                    th.pending[channel] -= 1
-                    continue
-                self._block(th, action)
-                return
-
-    def _mark(self, th: _SimThread, text: str, tag: tuple[str, int] | None) -> None:
-        self.emit(th.spec.tid, th.cpu, "tracing_mark_write", text, "...1")
-        if tag is not None:
-            self.opts["tags"].append((tag[0], tag[1], self.now))
-
-    def run(self, end_us: int) -> None:
-        while self.heap:
-            t, _, kind, args = heapq.heappop(self.heap)
-            if t > end_us:
-                break
-            self.now = t
-            if kind == "advance" or kind == "run_done":
-                th = self.threads[args[0]]
-                if args[1] == th.token and th.cpu >= 0:
-                    if kind == "run_done":
-                        th.remaining = 0
-                    self._advance(th)
-            elif kind == "timer":
-                th = self.threads[args[0]]
-                if args[1] == th.token and th.block == "timer":
-                    cpu = th.last_cpu if th.last_cpu >= 0 else 0
-                    self._wake_now(th, self.cur[cpu], cpu)
-            elif kind == "switch_in" or kind == "preempt":
-                cpu, tid, token = args
-                if token != self.in_token[cpu] or self.incoming[cpu] != tid:
-                    continue
-                self.incoming[cpu] = None
-                self.in_token[cpu] += 1
-                self.runq_remove(tid)
-                victim = self.cur[cpu]
-                if kind == "switch_in" or victim == 0:
-                    self._switch(cpu, victim, "R", tid)
-                    continue
-                v = self.threads[victim]
-                v.remaining = max(0, v.remaining - (self.now - v.run_start))
-                v.token += 1
-                self.set_state(v, "P")
-                v.cpu, v.last_cpu = -1, cpu
-                self.runq.insert(0, victim)
-                self._switch(cpu, victim, "R+" if self.rng.random() < 0.7 else "R", tid)
-                self.pend_victim[victim] = len(self.pre_rows)
-                self.pend_cpu[cpu] = (len(self.pre_rows), self.now)
-                self.pre_rows.append([victim, tid, -1, -1, self.now])
-            elif kind == "noise":
-                cpu = args[0]
-                freq = int(self.rng.choice([300000, 1100000, 1800000]))
-                self.emit(self.cur[cpu], cpu, "cpu_frequency", f"state={freq} cpu_id={cpu}", "d..3")
-                self.skipped += 1
-                self.at(self.now + int(self.rng.integers(2_000, 40_000)), "noise", cpu)
-
-
-def _u(rng: np.random.Generator, lo_ms: float, hi_ms: float) -> int:
-    return int(rng.uniform(lo_ms, hi_ms) * 1000)
-
-
-def synth_systrace(
-    rng: np.random.Generator,
-    *,
-    duration_s: float = 2.0,
-    n_cpus: int = 4,
-    n_little: int = 2,
-    tgid_column: bool = True,
-    irq_flags: int = 4,
-    waking: bool = True,
-    old_wakeup_format: bool = False,
-    binder_slices: bool = True,
-    bare_end: bool = False,
-    atrace_header: bool = True,
-    slow_prob: float = 0.12,
-    frozen_prob: float = 0.0,
-    io_prob: float = 0.2,
-    binder_prob: float = 0.25,
-) -> tuple[str, SynthTruth]:
-    """A realistic atrace text of an app drawing frames, with its ground truth.
-
-    CPUs ``0 … n_little−1`` are LITTLE. Threads: the app's main thread (doFrame:
-    traversal > measure/layout/draw, sometimes a binder call to system_server's
-    ``Binder:1234_2``) and RenderThread (DrawFrame: syncFrameState, flush commands —
-    sometimes waiting on an I/O served by ``mmcqd/0``, an RT thread that preempts —,
-    eglSwapBuffers > queueBuffer), SurfaceFlinger (pinned to LITTLE, composes at the
-    next V-Sync), kswapd0, a JIT thread (name with spaces) and a background worker
-    (name with a dash) that load the LITTLE cores. ``irq_flags``: width of the irq-flags
-    column (0 = absent, 4 or 5). Timestamps have µs resolution, as ftrace prints them.
-    """
-    if n_little < 1 or n_cpus <= n_little:
-        raise ValueError("need at least one LITTLE and one big CPU")
-    tags: list[tuple[str, int, int]] = []
-    opts = {
-        "tgid_column": tgid_column,
-        "flags_width": irq_flags,
-        "waking": waking,
-        "old_wakeup": old_wakeup_format,
-        "tags": tags,
-    }
-    sim = _Sim(rng, n_cpus, opts)
-    little = tuple(range(n_little))
-    every = tuple(range(n_cpus))
-    sim.little = little
-    app, rt_tid, binder, mmc, sf = 2300, 2345, 1250, 145, 600
-    end_mark = "E" if bare_end else "E|{pid}"
-    rt_queue: list[int] = []
-
-    def b(pid: int, name: str, tag: tuple[str, int] | None = None) -> _SimAction:
-        return ("mark", f"B|{pid}|{name}", tag) if tag else ("mark", f"B|{pid}|{name}")
-
-    def e(pid: int, tag: tuple[str, int] | None = None) -> _SimAction:
-        text = end_mark.format(pid=pid)
-        return ("mark", text, tag) if tag else ("mark", text)
-
-    def main(th: _SimThread) -> _Program:
-        k = 0
-        while True:
-            vsync = (sim.now // _VSYNC_US + 1) * _VSYNC_US
-            yield ("block", "S", vsync - sim.now, None)
-            yield b(app, "Choreographer#doFrame", ("frame_start", k))
-            yield b(app, "traversal")
-            yield b(app, "measure")
-            yield ("run", _u(rng, 0.3, 2.0))
-            yield e(app)
-            yield b(app, "layout")
-            heavy = rng.random()
-            if heavy < frozen_prob:
-                yield ("run", _u(rng, 720, 900))
-            elif heavy < frozen_prob + slow_prob:
-                yield ("run", _u(rng, 15, 40))
-            else:
-                yield ("run", _u(rng, 0.3, 2.0))
-            yield e(app)
-            if rng.random() < binder_prob:
-                if binder_slices:
-                    yield b(app, "binder transaction", ("binder_start", k))
-                yield ("wake", binder, "work", app)
-                yield ("block", "S", None, "reply")
-                if binder_slices:
-                    yield e(app, ("binder_end", k))
-            yield b(app, "draw")
-            yield ("run", _u(rng, 0.5, 3.0))
-            rt_queue.append(k)
-            yield ("wake", rt_tid, "work", None)
-            yield ("block", "S", None, "reply")  # syncFrameState
-            yield ("run", _u(rng, 0.05, 0.3))
-            yield e(app)
-            yield e(app)
-            yield e(app, ("doframe_end", k))
-            k += 1
-
-    def render(th: _SimThread) -> _Program:
-        while True:
-            yield ("block", "S", None, "work")
-            k = rt_queue.pop(0)
-            yield b(app, "DrawFrame", ("draw_start", k))
-            yield b(app, "syncFrameState")
-            yield ("run", _u(rng, 0.2, 0.6))
-            yield e(app)
-            yield ("wake", app, "reply", None)
-            yield b(app, "flush commands")
-            yield ("run", _u(rng, 1.0, 5.0) if rng.random() > slow_prob / 2 else _u(rng, 12, 30))
-            if rng.random() < io_prob:
-                yield b(app, "shader cache read")
-                yield ("wake", mmc, "work", rt_tid)
-                yield ("block", "D", None, "io")
-                yield e(app)
-            yield e(app)
-            yield b(app, "eglSwapBuffers")
-            yield ("run", _u(rng, 0.1, 0.5))
-            yield b(app, "queueBuffer")
-            yield ("wake", sf, "work", None)
-            yield ("run", _u(rng, 0.05, 0.2))
-            yield e(app)
-            yield e(app)
-            yield e(app, ("frame_end", k))
-
-    def surfaceflinger(th: _SimThread) -> _Program:
-        while True:
-            yield ("block", "S", None, "work")
-            vsync = (sim.now // _VSYNC_US + 1) * _VSYNC_US
-            yield ("block", "S", vsync - sim.now, None)
-            yield b(sf, "onMessageReceived")
-            yield b(sf, "handleMessageRefresh")
-            yield ("run", _u(rng, 1.0, 4.0))
-            yield e(sf)
-            yield e(sf)
-
-    def binder_thread(th: _SimThread) -> _Program:
-        while True:
-            yield ("block", "S", None, "work")
-            if binder_slices:
-                yield b(1234, "binder reply")
-            yield ("run", _u(rng, 0.2, 4.0) if rng.random() > 0.2 else _u(rng, 10, 25))
-            if binder_slices:
-                yield e(1234)
-            while th.requests:
-                yield ("wake", th.requests.pop(0), "reply", None)
-
-    def mmcqd(th: _SimThread) -> _Program:
-        while True:
-            yield ("block", "S", None, "work")
-            yield ("run", _u(rng, 0.3, 3.0) if rng.random() > 0.15 else _u(rng, 5, 15))
-            while th.requests:
-                yield ("wake", th.requests.pop(0), "io", None)
-
-    def periodic(
-        lo: float, hi: float, run_lo: float, run_hi: float, io: float
-    ) -> Callable[[_SimThread], _Program]:
-        def program(th: _SimThread) -> _Program:
-            while True:
-                yield ("block", "S", _u(rng, lo, hi), None)
-                yield ("run", _u(rng, run_lo, run_hi))
-                if rng.random() < io:
-                    yield ("wake", mmc, "work", None)
-
-        return program
-
-    sim.add(_Spec(101, 101, "kswapd0", 120, 3, every), periodic(30, 200, 1, 8, 0.5))
-    # mmcqd follows its eMMC interrupt's affinity (one big CPU here), so it preempts
-    # whatever runs there, the app's threads included.
-    sim.add(_Spec(mmc, mmc, "mmcqd/0", 0, 0, (n_cpus - 1,)), mmcqd)
-    sim.add(_Spec(sf, sf, "surfaceflinger", 112, 1, little), surfaceflinger)
-    sim.add(_Spec(binder, 1234, "Binder:1234_2", 120, 2, every), binder_thread)
-    sim.add(_Spec(app, app, "com.example.app", 110, 2, every), main)
-    sim.add(_Spec(rt_tid, app, "RenderThread", 110, 2, every), render)
-    sim.add(_Spec(2310, app, "Jit thread pool", 129, 3, little), periodic(20, 100, 2, 10, 0))
-    sim.add(_Spec(3105, 3100, "Sync-Worker 1", 130, 4, little), periodic(1, 12, 2, 15, 0.3))
-    for cpu in range(n_cpus):
-        sim.at(int(rng.integers(1, 20_000)), "noise", cpu)
-    end_us = int(duration_s * 1e6)
-    sim.run(end_us)
-    return _synth_text(sim, atrace_header), _synth_truth(sim, tags, little, binder_slices)
-
-
-def _synth_text(sim: _Sim, atrace_header: bool) -> str:
-    head = "TRACE:\n" if atrace_header else ""
-    tgid = "  TGID  " if sim.opts["tgid_column"] else ""
-    head += (
-        "# tracer: nop\n#\n"
-        f"# entries-in-buffer/entries-written: {len(sim.lines)}/{len(sim.lines)}   "
-        f"#P:{sim.n_cpus}\n#\n"
-        f"#           TASK-PID  {tgid} CPU#  ||||    TIMESTAMP  FUNCTION\n"
-        "#              | |        |      ||||       |         |\n"
-    )
-    return head + "".join(sim.lines)
-
-
-def _log_overlap(
-    log: list[tuple[int, str]], end: int, a: int, b: int, states: tuple[str, ...]
-) -> int:
-    """Time in ``states`` within [a, b] from a thread's (time, state) log (lasting to end)."""
-    total = 0
-    i = max(0, bisect.bisect_right(log, (a, "~")) - 1)
-    while i < len(log) and log[i][0] < b:
-        t0 = log[i][0]
-        t1 = log[i + 1][0] if i + 1 < len(log) else end
-        if log[i][1] in states:
-            total += max(0, min(t1, b) - max(t0, a))
-        i += 1
-    return total
-
-
-def _span_overlap(spans: list[tuple[int, int]], a: int, b: int) -> int:
-    """Time within [a, b] covered by sorted, non-overlapping ``spans``."""
-    total = 0
-    i = max(0, bisect.bisect_right(spans, (a, a)) - 1)
-    while i < len(spans) and spans[i][0] < b:
-        s, e = spans[i]
-        total += max(0, min(e, b) - max(s, a))
-        i += 1
-    return total
-
-
-def _synth_truth(
-    sim: _Sim, tags: list[tuple[str, int, int]], little: tuple[int, ...], slices: bool
-) -> SynthTruth:
-    end = sim.last_line_us
-    if sim.sat_on and end > sim.sat_since:
-        sim.sat.append((sim.sat_since, end))
-    base, ns = sim.base_us, 1000
-    rows = []
-    for th in sim.threads.values():
-        if not th.seen:
-            continue
-        acc = dict(th.acc)
-        acc[th.state] += max(0, end - th.since)
-        rows.append(
-            (th.spec.tid, th.spec.comm, th.spec.tgid,
-             acc["run"] * ns, acc["R"] * ns, acc["P"] * ns, acc["S"] * ns, acc["D"] * ns)
-        )  # fmt: skip
-    threads = pd.DataFrame(rows, columns=["tid", "thread", "tgid", *STATE_COLUMNS])
-    pre = pd.DataFrame(
-        [(v, p, w * ns if w >= 0 else -1, r * ns if r >= 0 else -1)
-         for v, p, w, r, _ in sim.pre_rows],
-        columns=["victim_tid", "preemptor_tid", "victim_wait_ns", "preemptor_run_ns"],
-    )  # fmt: skip
-    by: dict[str, dict[int, int]] = {}
-    for name, k, t in tags:
-        by.setdefault(name, {})[k] = t
-    main, rt = sim.threads[2300], sim.threads[2345]
-    ends = by.get("binder_end", {})
-    calls = sorted((t, ends[k]) for k, t in by.get("binder_start", {}).items() if k in ends)
-    frames = []
-    for k, a in sorted(by.get("frame_start", {}).items()):
-        b = by.get("frame_end", {}).get(k)
-        if b is None or k not in by.get("doframe_end", {}):
-            continue
-        delay = sum(_log_overlap(x.log, end, a, b, ("R", "P")) for x in (main, rt))
-        io_us = sum(_log_overlap(x.log, end, a, b, ("D",)) for x in (main, rt))
-        binder_us = _span_overlap(calls if slices else main.binder_waits, a, b)
-        frames.append(
-            (2300, 2300, 2345, (base + a) * ns, (base + b) * ns, (b - a) * ns, delay * ns,
-             io_us * ns, binder_us * ns, _span_overlap(sim.sat, a, b) * ns)
-        )  # fmt: skip
-    frame_table = pd.DataFrame(
-        frames,
-        columns=["pid", "main_tid", "render_tid", "start_ns", "end_ns", "dur_ns",
-                 "sched_delay_ns", "io_ns", "binder_ns", "little_saturated_ns"],
-    )  # fmt: skip
-    return SynthTruth(
-        threads=threads,
-        preemptions=pre,
-        frames=frame_table,
-        clusters={c: "little" if c in little else "big" for c in range(sim.n_cpus)},
-        saturated_ns=sum(e - s for s, e in sim.sat) * ns,
-        start_ns=(base + sim.first_line_us) * ns,
-        end_ns=(base + end) * ns,
-        event_lines=len(sim.lines),
-        skipped_events=sim.skipped,
-    )
-
-
-def wrap_html(text: str, json_block: bool = True) -> str:
-    """Embed trace text in a systrace-style HTML page (optionally after a JSON block)."""
-    parts = [
-        '<!DOCTYPE html>\n<html>\n<head i18n-values="dir:textdirection;">\n'
-        '<meta charset="utf-8"/>\n<title>Android System Trace</title>\n'
-        "<script>var x = 1 - 2; /* <idle>-0 [001] not a trace line */</script>\n"
-        "</head>\n<body>\n"
-    ]
-    if json_block:
-        parts.append(
-            '  <script class="trace-data" type="application/text">\n'
-            '{"traceEvents": [], "systemTraceEvents": ""}\n  </script>\n'
-        )
-    parts.append('  <script class="trace-data" type="application/text">\n')
-    parts.append(text)
-    parts.append("  </script>\n</body>\n</html>\n")
-    return "".join(parts)

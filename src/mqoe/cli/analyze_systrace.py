@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mqoe.cli.console import LazyProgress, err, out, print_frame
+from mqoe.cli.console import LazyProgress, err, out
 
 HELP = "ftrace/atrace/systrace text: thread states, preemptions, frames and slow-frame causes"
 
@@ -16,10 +18,16 @@ _THREAD_COLUMNS = ["tid", "thread", "process", "running_s", "runnable_s",
                    "runnable_preempted_s", "sleeping_s", "blocked_io_s", "cpu_share"]  # fmt: skip
 _SLOW_COLUMNS = ["pid", "frame", "dur_ms", "doframe_ms", "drawframe_ms", "composite_ms",
                  "sched_delay_ms", "io_ms", "binder_ms", "critical_path"]  # fmt: skip
+_COUNTER_COLUMNS = ["pid", "process", "name", "samples", "min", "max", "last"]
+_SLOW_SHOWN = 10  # slowest frames in the text output
+_SLOW_PLACEHOLDER = "\x00slow frames\x00"  # where the streamed list goes in the JSON
+_JSON_CHUNK_ROWS = 2_000  # slow frames turned into JSON at a time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", type=Path, help="trace files (text, .gz or HTML)")
+    parser.add_argument(
+        "files", nargs="+", type=Path, help="captures (text, .gz, atrace -z or systrace HTML)"
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--csv", type=Path, metavar="DIR", help="write every table as CSV here")
     parser.add_argument("--plot", type=Path, metavar="DIR", help="write PNG figures here")
@@ -40,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         select_threads,
     )
     from mqoe.errors import UserError
-    from mqoe.results import atomic_write_text
+    from mqoe.results import atomic_write, ensure_output_dir
 
     if args.top < 1:
         raise UserError("--top must be at least 1")
@@ -51,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
         from mqoe.device.profiles import load_profile
 
         clusters = clusters_from_profile(load_profile(args.profile))
+    # Output folders are checked before minutes of parsing, not after.
+    if args.csv is not None:
+        ensure_output_dir(args.csv, "--csv")
+    if args.plot is not None:
+        ensure_output_dir(args.plot, "--plot")
     traces = []
     for path in args.files:
         progress = LazyProgress(f"reading {path.name}")
@@ -64,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             progress.close()
     for trace in traces:
         for warning in trace.stats.warnings():
-            err.print(f"{trace.source}: {warning}")
+            err.print(f"{trace.source}: {warning}", markup=False)
     report = analyze(traces)
     tables = report.tables
     states = select_threads(tables["thread_states"], args.threads, args.top)
@@ -72,37 +85,33 @@ def run(args: argparse.Namespace) -> int:
     slow = _slow_frames(frames)
     if args.csv is not None:
         for name, table in tables.items():
-            atomic_write_text(args.csv / f"{name}.csv", table.to_csv(index=False))
+            # Written straight to the file: a long capture's critical path is ~1M rows.
+            atomic_write(args.csv / f"{name}.csv", partial(_write_csv, table))
     if args.plot is not None:
-        _plots(report, args.plot)
+        for note in _plots(report, args.plot):
+            err.print(note, markup=False)
+    shown = _shown_note(states, tables["thread_states"], args)
     if args.json:
-        payload = {
-            "traces": [
-                {
-                    "file": t.source,
-                    "start_s": t.start_ns / 1e9,
-                    "duration_s": t.duration_ns / 1e9,
-                    "events": t.stats.events,
-                    "skipped_events": t.stats.skipped_events,
-                    "warnings": t.stats.warnings(),
-                }
-                for t in traces
-            ],
-            "thread_states": _records(states),
-            "preemption_summary": _records(tables["preemption_summary"]),
-            "frame_summary": _records(tables["frame_summary"]),
-            "correlation": _records(tables["correlation"]),
-            "saturation": _records(tables["saturation"]),
-            "slow_frames": _records(slow),
-        }
-        print(json.dumps(payload, indent=2))
+        _print_json(traces, tables, states, slow, shown)
         return 0
     multi = len(traces) > 1
-    _section("thread states", states, _THREAD_COLUMNS, multi)
-    _section("preemptions by preempting thread", tables["preemption_summary"], None, multi)
+    for trace in traces:
+        out.print(_contents_line(trace), markup=False, soft_wrap=True)
+    unknown = [t.source for t in traces if not t.stats.thread_states_known]
+    title = "thread states" + (f" ({shown})" if shown else "")
+    if len(unknown) == len(traces):
+        out.print(title, style="bold", markup=False)
+    else:
+        _section(title, states, _THREAD_COLUMNS, multi)
+    for source in unknown:
+        out.print(f"{source}: unknown (no sched_switch events)", markup=False, soft_wrap=True)
+    none = "(unknown: no sched_switch events)" if len(unknown) == len(traces) else "(none)"
+    _section("preemptions by preempting thread", tables["preemption_summary"], None, multi, none)
     _section("frames", tables["frame_summary"], None, multi)
-    _section("slowest frames", slow.head(10), _SLOW_COLUMNS, multi)
+    _section("slowest frames", slow.head(_SLOW_SHOWN), _SLOW_COLUMNS, multi)
     _section("slow frames vs normal frames", tables["correlation"], None, multi)
+    if not tables["counters"].empty:
+        _section("counter tracks (C markers)", tables["counters"], _COUNTER_COLUMNS, multi)
     if clusters is None:
         out.print("LITTLE saturation: pass --clusters or --profile to measure it")
     elif not all(t.big_cpus and t.little_cpus for t in traces):
@@ -111,8 +120,77 @@ def run(args: argparse.Namespace) -> int:
         _section("LITTLE cores saturated while a big core idles", tables["saturation"], None, multi)
     for name, path in (("CSV tables", args.csv), ("figures", args.plot)):
         if path is not None:
-            out.print(f"{name} written to {path}")
+            out.print(f"{name} written to {path}", markup=False)
     return 0
+
+
+def _contents_line(trace: Any) -> str:
+    """What one capture holds, in a line."""
+    s = trace.stats
+    held = [f"{s.switches} sched_switch", f"{s.wakeups} wakeups", f"{s.markers} trace markers"]
+    if s.markers:
+        tracks = len(trace.counters)
+        held[-1] += (
+            f" ({s.slices} slices, {s.counter_samples} counter samples in {tracks} tracks, "
+            f"{s.async_markers} async markers)"
+        )
+    held.append(f"{len(trace.frames)} frames")
+    return (
+        f"{trace.source} ({s.container}): {s.events} events over "
+        f"{trace.duration_ns / 1e9:.3f} s: " + ", ".join(held)
+    )
+
+
+def _shown_note(states: Any, every: Any, args: argparse.Namespace) -> str:
+    """Why fewer threads than measured are shown ("" when all are)."""
+    if len(states) >= len(every):
+        return ""
+    if args.threads is not None:
+        return f"{len(states)} of {len(every)} threads: those matching --threads"
+    return f"top {args.top} per trace by running time: {len(states)} of {len(every)} threads"
+
+
+def _print_json(traces: list[Any], tables: Any, states: Any, slow: Any, shown: str) -> None:
+    payload = {
+        "traces": [
+            {
+                "file": t.source,
+                "format": t.stats.container,
+                "start_s": t.start_ns / 1e9,
+                "duration_s": t.duration_ns / 1e9,
+                "events": t.stats.events,
+                "contents": t.stats.contents(),
+                "thread_states_known": t.stats.thread_states_known,
+                "skipped_events": t.stats.skipped_events,
+                "warnings": t.stats.warnings(),
+            }
+            for t in traces
+        ],
+        "thread_states": _records(states),
+        "thread_states_shown": len(states),
+        "thread_states_total": len(tables["thread_states"]),
+        "preemption_summary": _records(tables["preemption_summary"]),
+        "frame_summary": _records(tables["frame_summary"]),
+        "correlation": _records(tables["correlation"]),
+        "saturation": _records(tables["saturation"]),
+        "counters": _records(tables["counters"]),
+        "slow_frames": _SLOW_PLACEHOLDER,
+        "notes": [f"thread_states: {shown} (--top, --threads)"] if shown else [],
+    }
+    # Every slow frame is listed: tens of thousands in a long capture, so they are
+    # written a chunk at a time, never all held as Python objects at once.
+    head, tail = json.dumps(payload, indent=2).split(json.dumps(_SLOW_PLACEHOLDER), 1)
+    write = sys.stdout.write
+    write(head + "[")
+    for start in range(0, len(slow), _JSON_CHUNK_ROWS):
+        chunk = _records(slow.iloc[start : start + _JSON_CHUNK_ROWS])
+        text = ",".join("\n    " + json.dumps(record) for record in chunk)
+        write(("," if start else "") + text)
+    write(("\n  " if len(slow) else "") + "]" + tail + "\n")
+
+
+def _write_csv(table: Any, path: Path) -> None:
+    table.to_csv(path, index=False)
 
 
 def _slow_frames(frames: Any) -> Any:
@@ -135,20 +213,42 @@ def _records(table: Any) -> list[dict[str, Any]]:
     return records
 
 
-def _section(title: str, table: Any, columns: list[str] | None, multi: bool) -> None:
-    out.print(f"[bold]{title}[/bold]")
+def _section(
+    title: str, table: Any, columns: list[str] | None, multi: bool, empty: str = "(none)"
+) -> None:
+    out.print(title, style="bold", markup=False)
     if table.empty:
-        out.print("(none)")
+        out.print(empty, markup=False)
         return
     keep = [c for c in (columns or list(table.columns)) if c in table.columns]
     if multi and "trace" not in keep:
         keep = ["trace", *keep]
     if not multi and "trace" in keep:
         keep.remove("trace")
-    print_frame(table[keep], "table")
+    _print_table(table[keep])
 
 
-def _plots(report: Any, folder: Path) -> None:
+def _print_table(frame: Any) -> None:
+    """A table whose cells are plain text: thread names and file names from a capture are
+    never read as Rich markup (``[bold]``, ``[/x]``)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    for column in frame.columns:
+        table.add_column(Text(str(column)))
+    for row in frame.itertuples(index=False):
+        table.add_row(*(Text(f"{v:.6g}" if isinstance(v, float) else str(v)) for v in row))
+    out.print(table)
+
+
+def _mathtext_safe(text: str) -> str:
+    # Matplotlib reads text between two `$` as TeX math (and fails on bad TeX).
+    return text.replace("$", r"\$")
+
+
+def _plots(report: Any, folder: Path) -> list[str]:
+    """Write the figures; returns one note per trace about figures it had nothing for."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -163,43 +263,57 @@ def _plots(report: Any, folder: Path) -> None:
         plt.close(fig)
         atomic_write_bytes(folder / name, buffer.getvalue())
 
+    notes = []
+    states = report.tables["thread_states"]
+    corr = report.tables["correlation"]
     for i, trace in enumerate(report.traces):
         stem = f"{i}-{Path(trace.source).name}"
+        title = _mathtext_safe(trace.source)
+        missing = []
         frames = trace.frames
-        fig, ax = plt.subplots(figsize=(9, 4))
-        for (_, process), group in frames.groupby(["pid", "process"]):
-            t = (group["start_ns"] - trace.start_ns) / 1e9
-            ax.scatter(t, group["dur_ms"], s=6, label=str(process))
-        ax.axhline(SLOW_FRAME_NS / 1e6, color="orange", lw=0.8, label="SR (16.67 ms)")
-        ax.axhline(FROZEN_FRAME_NS / 1e6, color="red", lw=0.8, label="FF (700 ms)")
-        ax.set_yscale("log")
-        ax.set(xlabel="time in trace (s)", ylabel="frame time (ms)", title=trace.source)
-        ax.legend(fontsize=7)
-        save(fig, f"{stem}-frames.png")
+        if frames.empty:
+            missing.append("frames (no frames in the trace)")
+        else:
+            fig, ax = plt.subplots(figsize=(9, 4))
+            for (_, process), group in frames.groupby(["pid", "process"]):
+                t = (group["start_ns"] - trace.start_ns) / 1e9
+                ax.scatter(t, group["dur_ms"], s=6, label=_mathtext_safe(str(process)))
+            ax.axhline(SLOW_FRAME_NS / 1e6, color="orange", lw=0.8, label="SR (16.67 ms)")
+            ax.axhline(FROZEN_FRAME_NS / 1e6, color="red", lw=0.8, label="FF (700 ms)")
+            ax.set_yscale("log")
+            ax.set(xlabel="time in trace (s)", ylabel="frame time (ms)", title=title)
+            ax.legend(fontsize=7)
+            save(fig, f"{stem}-frames.png")
 
-        states = report.tables["thread_states"]
-        mine = states[states["trace"] == trace.source].nlargest(15, "running_ns")
-        fig, ax = plt.subplots(figsize=(9, 5))
-        names = [f"{r.thread} ({r.tid})" for r in mine.itertuples()]
-        left = None
-        for column in ("running_s", "runnable_s", "runnable_preempted_s", "blocked_io_s"):
-            values = mine[column].to_numpy()
-            ax.barh(names, values, left=left, label=column.removesuffix("_s"))
-            left = values if left is None else left + values
-        ax.invert_yaxis()
-        ax.set(xlabel="time (s)", title="thread states (top threads by running time)")
-        ax.legend(fontsize=7)
-        save(fig, f"{stem}-thread-states.png")
+        mine = states[states["trace"] == trace.source] if not states.empty else states
+        if mine.empty:
+            why = "no sched_switch events" if not trace.stats.thread_states_known else "none"
+            missing.append(f"thread states ({why})")
+        else:
+            mine = mine.nlargest(15, "running_ns")
+            fig, ax = plt.subplots(figsize=(9, 5))
+            names = [_mathtext_safe(f"{r.thread} ({r.tid})") for r in mine.itertuples()]
+            left = None
+            for column in ("running_s", "runnable_s", "runnable_preempted_s", "blocked_io_s"):
+                values = mine[column].to_numpy()
+                ax.barh(names, values, left=left, label=column.removesuffix("_s"))
+                left = values if left is None else left + values
+            ax.invert_yaxis()
+            ax.set(xlabel="time (s)", title="thread states (top threads by running time)")
+            ax.legend(fontsize=7)
+            save(fig, f"{stem}-thread-states.png")
 
-        corr = report.tables["correlation"]
-        corr = corr[corr["trace"] == trace.source] if not corr.empty else corr
-        if not corr.empty:
+        mine = corr[corr["trace"] == trace.source] if not corr.empty else corr
+        if not mine.empty:
             fig, ax = plt.subplots(figsize=(7, 4))
-            labels = [f"{r.process}:{r.cause}" for r in corr.itertuples()]
+            labels = [_mathtext_safe(f"{r.process}:{r.cause}") for r in mine.itertuples()]
             x = range(len(labels))
-            ax.bar([v - 0.2 for v in x], corr["slow_mean_ms"], width=0.4, label="slow frames")
-            ax.bar([v + 0.2 for v in x], corr["normal_mean_ms"], width=0.4, label="normal")
+            ax.bar([v - 0.2 for v in x], mine["slow_mean_ms"], width=0.4, label="slow frames")
+            ax.bar([v + 0.2 for v in x], mine["normal_mean_ms"], width=0.4, label="normal")
             ax.set_xticks(list(x), labels, rotation=30, ha="right", fontsize=7)
             ax.set(ylabel="mean per frame (ms)", title="time per frame by cause")
             ax.legend(fontsize=7)
             save(fig, f"{stem}-causes.png")
+        if missing:
+            notes.append(f"{trace.source}: no figure for " + "; ".join(missing))
+    return notes
