@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mqoe.analysis import gfxinfo as gfx
+from mqoe.analysis import gfxinfo_read
 from mqoe.analysis.gfxinfo import (
     COLUMNS,
     LAYOUT_NEW,
@@ -27,19 +28,17 @@ from mqoe.analysis.gfxinfo import (
     REQUIRED_COLUMNS,
     SUMMARY_COLUMNS,
     GfxinfoReport,
-    _aosp_percentile,
-    _Header,
-    _rows_fast,
-    _rows_slow,
     analyze,
     parse_gfxinfo_text,
     read_gfxinfo,
     synth_gfxinfo,
 )
+from mqoe.analysis.gfxinfo_rows import Header, parse_rows, parse_rows_slowly
+from mqoe.analysis.gfxinfo_synth import _aosp_percentile
 from mqoe.cli import analyze_gfxinfo as cli
 from mqoe.errors import InputFileError, UserError
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gfxinfo"
+REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "gfxinfo"
 MS = 1_000_000
 T0 = 5_000_000_000_000  # CLOCK_MONOTONIC ns of the first hand-made frame
 OLD14 = LAYOUT_OLD[:14]  # Android 6–7: no buffer columns at all
@@ -250,13 +249,8 @@ def test_summary_lines_are_read_with_their_values() -> None:
     assert {k: process[k] for k in expected} == expected
     assert per_window["total_frames_rendered"] == 30
     cpu = data.histograms[(data.histograms["kind"] == "cpu") & (data.histograms["summary"] == 0)]
-    assert dict(zip(cpu["bucket_ms"], cpu["frames"], strict=True)) == {
-        5: 20,
-        6: 3,
-        7: 2,
-        48: 1,
-        4950: 0,
-    }
+    # buckets with frames only: AOSP prints every bucket, most of them empty
+    assert dict(zip(cpu["bucket_ms"], cpu["frames"], strict=True)) == {5: 20, 6: 3, 7: 2, 48: 1}
     row = _one(analyze(data), "p")
     assert row["reported_total_frames_rendered"] == 37  # the process's record, not the window's
     assert row["reported_janky_pct"] == 13.51
@@ -271,8 +265,10 @@ def test_nan_percent_and_malformed_summary_lines() -> None:
     assert record["janky_frames"] == 0 and math.isnan(record["janky_pct"])
     assert data.warnings.malformed_summary_lines == 2
     row = _one(analyze(data), "idle")
-    assert row["frames"] == 0 and row["sr"] == 0 and math.isnan(row["sr_pct"])
-    assert pd.isna(row["sr_aware"]) and pd.isna(row["ff_aware"])
+    # no PROFILEDATA block: the per-frame figures are unknown, not zero
+    assert pd.isna(row["frames"]) and pd.isna(row["sr"]) and math.isnan(row["sr_pct"])
+    assert pd.isna(row["sr_aware"]) and pd.isna(row["ff_aware"]) and not row["framestats"]
+    assert row["reported_total_frames_rendered"] == 0
 
 
 def test_aosp_percentile_walks_down_from_the_slowest_bucket() -> None:
@@ -428,7 +424,7 @@ def test_a_file_without_gfxinfo_is_an_error(tmp_path: Path, content: bytes) -> N
 def test_missing_file_and_directory_are_user_errors(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match="no such file"):
         read_gfxinfo(tmp_path / "nope.txt")
-    with pytest.raises(InputFileError, match="is a directory"):
+    with pytest.raises(InputFileError, match="is a folder"):
         read_gfxinfo(tmp_path)
 
 
@@ -465,7 +461,7 @@ def test_line_endings_gzip_and_encodings_read_the_same(tmp_path: Path) -> None:
         assert frames.drop(columns="file").equals(plain.drop(columns="file"))
     latin = text.replace("Pipeline=Skia", "Pipeline=Sk\xe9a").encode("latin-1")
     data = read_gfxinfo(_write(tmp_path, latin, "latin.txt"))
-    assert data.warnings.invalid_utf8_lines >= 1 and len(data.frames) == len(plain)
+    assert data.warnings.undecodable_lines >= 1 and len(data.frames) == len(plain)
 
 
 def test_truncated_gzip_keeps_what_came_before(tmp_path: Path) -> None:
@@ -504,22 +500,32 @@ _TOKENS = [
         max_size=5,
     ),
     unknown_last=st.booleans(),
+    wanted=st.sampled_from([None, {"flags"}, {"frame_completed_ns", "intended_vsync_ns"}]),
 )
 def test_vectorised_rows_agree_with_the_row_by_row_reference(
-    rows: list[tuple[list[str], bool]], unknown_last: bool
+    rows: list[tuple[list[str], bool]], unknown_last: bool, wanted: set[str] | None
 ) -> None:
     names = ("Flags", "IntendedVsync", "Vendor" if unknown_last else "FrameCompleted")
     known = tuple((i, COLUMNS[n]) for i, n in enumerate(names) if n in COLUMNS)
-    header = _Header(names, 1, known)
-    raw = [(",".join(fields) + ("," if comma else "")).encode() for fields, comma in rows]
+    header = Header(names, 1, known)
+    raw = [",".join(fields) + ("," if comma else "") for fields, comma in rows]
     lines = list(range(2, 2 + len(raw)))
-    fast = _rows_fast(raw, header, min_rows=0)
-    columns, kept, bad = _rows_slow(raw, lines, header)
+    fast = parse_rows(raw, header, wanted)
+    columns, kept, bad = parse_rows_slowly(raw, lines, header, wanted)
     if fast is not None:
         assert not bad and kept.tolist() == lines
         assert {k: v.tolist() for k, v in fast.items()} == {
             k: v.tolist() for k, v in columns.items()
         }
+    plain = all(
+        all(
+            t and t.lstrip("-").isdigit() and t.count("-") <= t.startswith("-")
+            for t in f[: len(names)]
+        )
+        for f, _ in rows
+    )
+    if plain and not bad:  # nothing unusual: the fast path must take it
+        assert fast is not None
 
 
 # -- round trips from the generator ------------------------------------------------------------
@@ -538,6 +544,9 @@ def _check_against_truth(report: GfxinfoReport, truth: gfx.SynthTruth) -> None:
     for pkg in truth.packages:
         row = _one(report, pkg.package)
         assert row["pid"] == pkg.pid
+        if not len(pkg.rows["Flags"]):  # an idle package: no framestats rows, nothing known
+            assert pd.isna(row["frames"]) and pd.isna(row["sr"]) and not row["framestats"]
+            continue
         assert (row["frames"], row["sr"], row["ff"]) == (pkg.frames, pkg.sr, pkg.ff)
         aware = (row["sr_aware"], row["ff_aware"])
         expected_aware = (pkg.sr_aware, pkg.ff_aware)
@@ -607,22 +616,22 @@ def test_generated_dumps_parse_back_to_their_ground_truth(
     )
 
 
-@pytest.mark.parametrize("layout", ["old", "new"])
+@pytest.mark.parametrize("layout", ["old", "new", "android14"])
 def test_large_blocks_take_the_vectorised_path_and_match_the_truth(
     monkeypatch: pytest.MonkeyPatch, layout: str
 ) -> None:
     calls: list[bool] = []
-    real = gfx._rows_fast
+    real = gfxinfo_read.parse_rows
 
-    def spy(rows: list[bytes], header: _Header, min_rows: int = gfx._FAST_MIN_ROWS) -> Any:
-        result = real(rows, header, min_rows)
+    def spy(rows: Sequence[str], header: Header, wanted: Any = None) -> Any:
+        result = real(rows, header, wanted)
         calls.append(result is not None)
         return result
 
-    monkeypatch.setattr(gfx, "_rows_fast", spy)
+    monkeypatch.setattr(gfxinfo_read, "parse_rows", spy)
     text, truth = synth_gfxinfo(np.random.default_rng(12), ("a", "b"), 2000, layout)
     _check_against_truth(analyze(parse_gfxinfo_text(text)), truth)
-    assert calls == [True, True]
+    assert calls and all(calls)
 
 
 def test_generator_mix_is_realistic() -> None:
@@ -639,93 +648,6 @@ def test_generator_mix_is_realistic() -> None:
         assert (flags != 0).sum() == 4 and flags[0] != 0
         assert pkg.sr_aware is not None and pkg.sr_aware < pkg.sr  # buffers hide some
         assert np.all(np.diff(start) > 0)
-
-
-# -- fuzzing -----------------------------------------------------------------------------------
-
-_BASE = synth_gfxinfo(np.random.default_rng(3), ("a", "b"), 25, "new", blocks=2)[0].encode()
-
-
-def _mutate(data: bytes, ops: Sequence[tuple[int, float, bytes]]) -> bytes:
-    for op, where, payload in ops:
-        i = int(where * len(data))
-        if op == 0:  # insert
-            data = data[:i] + payload + data[i:]
-        elif op == 1:  # delete a span
-            data = data[:i] + data[i + len(payload) + 1 :]
-        elif op == 2:  # overwrite
-            data = data[:i] + payload + data[i + len(payload) :]
-        elif op == 3:  # truncate
-            data = data[:i]
-        elif op == 4:  # duplicate a line
-            j = data.rfind(b"\n", 0, i) + 1
-            k = data.find(b"\n", i)
-            data = data[:j] + data[j : k + 1] * 2 + data[k + 1 :] if k >= 0 else data
-        else:  # letters for digits in a span
-            data = (
-                data[:i]
-                + data[i : i + 40].translate(bytes.maketrans(b"0123", b"oIZE"))
-                + data[i + 40 :]
-            )
-    return data
-
-
-def _parses_or_user_error(path: Path, lenient: bool, analyse: bool = True) -> None:
-    try:
-        data = read_gfxinfo(path, skip_bad_lines=lenient)
-    except UserError as error:
-        if isinstance(error, InputFileError):
-            assert error.path == str(path) and (error.line is None or error.line >= 1)
-        return
-    if analyse:
-        json.dumps(analyze(data).to_json())
-
-
-_ops = st.lists(
-    st.tuples(
-        st.integers(0, 5),
-        st.floats(0, 1),
-        st.sampled_from([b"", b",", b"\n", b"-", b"\x00", b"\xff\xfe", b"---PROFILEDATA---\n",
-                         b"Flags,", b"** Graphics info for pid 9 [x] **\n", b"9" * 25, b"\r"])
-        | st.binary(max_size=12),
-    ),
-    min_size=1,
-    max_size=4,
-)  # fmt: skip
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=_ops, lenient=st.booleans())
-def test_mutated_dumps_parse_or_raise_user_error(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[int, float, bytes]], lenient: bool
-) -> None:
-    path = _write(tmp_path_factory.mktemp("fuzz"), _mutate(_BASE, ops))
-    _parses_or_user_error(path, lenient)
-
-
-@pytest.mark.slow
-def test_deep_fuzz_ten_thousand_mutations(tmp_path: Path) -> None:
-    rng = np.random.default_rng(2024)
-    payloads = [
-        b"",
-        b",",
-        b"\n",
-        b"-",
-        b"\x00",
-        b"\xff",
-        b"---PROFILEDATA---\n",
-        b"Flags,",
-        b"9" * 25,
-    ]
-    for k in range(10_000):
-        ops = [
-            (int(rng.integers(0, 6)), float(rng.random()),
-             payloads[int(rng.integers(0, len(payloads)))] if rng.random() < 0.7
-             else rng.bytes(int(rng.integers(1, 12))))
-            for _ in range(int(rng.integers(1, 5)))
-        ]  # fmt: skip
-        path = _write(tmp_path, _mutate(_BASE, ops), f"f{k % 7}.txt")
-        _parses_or_user_error(path, bool(k % 2), analyse=k % 10 == 0)  # parsing is the boundary
 
 
 # -- the CLI -----------------------------------------------------------------------------------
@@ -797,12 +719,28 @@ def test_cli_table_output_and_user_errors(
 # -- real data and speed -----------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f"no real gfxinfo dumps under {REAL}")
 def test_real_gfxinfo_dumps_parse_and_analyse() -> None:
+    if not REAL.is_dir():
+        pytest.skip(f"real gfxinfo corpus not found: looked for {REAL}")
     files = sorted(p for p in REAL.iterdir() if p.is_file() and not p.name.startswith("."))
-    report = analyze(read_gfxinfo(files, skip_bad_lines=True))
-    assert len(report.packages) >= 1
+    report = analyze(read_gfxinfo(files))
     assert set(SUMMARY_COLUMNS) <= set(report.summaries.columns)
+    assert report.warnings["skipped_lines"] == 0
+    rows = report.packages.set_index("package")
+    # the corpus README's hand-computed figures
+    app = rows.loc["com.example.app"]
+    assert (app["rows"], app["flagged_rows"], app["invalid_rows"]) == (105, 33, 1)
+    assert (app["window_frames"], app["shared_vsyncs"], app["frames"]) == (71, 10, 61)
+    assert app["reported_total_frames_rendered"] == 130
+    windows = report.windows[report.windows["package"] == "com.example.app"]
+    assert windows["sr"].sum() == 14 and windows["ff"].sum() == 0
+    assert sorted(windows["reported_total_frames_rendered"]) == [19, 84]
+    instagram = rows.loc["com.instagram.android"]
+    assert pd.isna(instagram["frames"]) and not instagram["framestats"]
+    assert (instagram["reported_total_frames_rendered"], instagram["reported_janky_frames"]) == (
+        51,
+        9,
+    )
 
 
 @pytest.mark.slow
@@ -816,6 +754,6 @@ def test_a_million_rows_parse_and_analyse_in_under_ten_seconds(tmp_path: Path) -
     start = time.perf_counter()
     report = analyze(read_gfxinfo(path))
     elapsed = time.perf_counter() - start
-    assert len(report.frames) == 1_000_000
+    assert report.packages["rows"].sum() == 1_000_000
     assert report.packages["sr"].tolist() == [truth.packages[0].sr] * 10
     assert elapsed < 10.0
