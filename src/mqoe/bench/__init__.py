@@ -1,4 +1,5 @@
-"""Benchmarks (not timed tests): engine events per second, simulated seconds per wall second.
+"""Benchmarks (not timed tests): engine events per second, simulated seconds per wall second,
+and the analysers on big generated inputs (MB/s and peak RSS, :mod:`mqoe.bench.big_input`).
 
 ``make bench`` (bench/run.py) and ``mqoe bench`` print the figures and their ratio to the
 recorded baseline in ``baseline.json`` (the machine and date are stored with it). Timing
@@ -180,6 +181,9 @@ def measure(quick: bool = False) -> dict[str, float]:
     simpy_rate = simpy_process_events_per_second()
     if simpy_rate is not None:
         figures["simpy_process_events_per_s"] = simpy_rate
+    from mqoe.bench.big_input import big_input_figures
+
+    figures.update(big_input_figures(quick))  # once each: minutes of I/O, not noisy
     return figures
 
 
@@ -205,6 +209,9 @@ def report(figures: dict[str, float], baseline: dict[str, Any]) -> list[str]:
     simpy_rate = figures.get("simpy_process_events_per_s")
     if ours and simpy_rate:
         lines.append(f"{'mqoe engine vs SimPy (processes)':36s} {ours / simpy_rate:14.2f}x")
+    from mqoe.bench.big_input import bound_lines
+
+    lines.extend(bound_lines(figures))
     plain = figures.get("frame_deadlines_sim_s_per_wall_s")
     traced = figures.get("frame_deadlines_traced_sim_s_per_wall_s")
     if plain and traced:

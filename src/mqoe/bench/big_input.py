@@ -1,0 +1,92 @@
+"""Big-input benchmarks: the analysers on a capture a user pulls after a long session.
+
+A generated 1 GB systrace capture and a 500 MB ``dumpsys gfxinfo framestats`` dump are
+analysed by the real command (``python -m mqoe analyze … --json``) in a child process;
+the figures are its throughput (file MB per wall second) and its peak resident memory
+(``ru_maxrss`` of the child from ``wait4``), which must not grow with the file.
+The inputs live in a temporary folder that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class BigInput:
+    """One analyser on one generated input: its size and its peak-memory bound."""
+
+    name: str  # figure prefix
+    analyser: str  # `mqoe analyze NAME`
+    size_bytes: int  # the generated file's size
+    rss_bound_mb: float  # the issue's bound on the command's peak RSS
+    suffix: str
+
+
+SYSTRACE = BigInput("systrace_1gb", "systrace", 1_000 * MB, 300.0, ".txt")
+GFXINFO = BigInput("gfxinfo_500mb", "gfxinfo", 500 * MB, 300.0, ".txt")
+
+
+def _writer(analyser: str) -> Callable[[Path, int, int], None]:
+    if analyser == "systrace":
+        from mqoe.analysis.systrace import write_large_capture
+
+        return write_large_capture
+    from mqoe.analysis.gfxinfo import write_large_dump
+
+    return write_large_dump
+
+
+def measure_big_input(spec: BigInput, scale: float = 1.0) -> dict[str, float]:
+    """``{name_mb_per_s, name_peak_rss_mb}`` for the analyser on a generated file of
+    ``scale × spec.size_bytes`` (``scale`` < 1 for a quick look; the bound is for 1)."""
+    with tempfile.TemporaryDirectory(prefix="mqoe-bench-") as folder:
+        path = Path(folder) / f"{spec.name}{spec.suffix}"
+        _writer(spec.analyser)(path, int(spec.size_bytes * scale), 0)
+        size = path.stat().st_size
+        command = [sys.executable, "-m", "mqoe", "analyze", spec.analyser, str(path), "--json"]
+        start = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed: {stderr.strip()[-500:]}")
+    return {
+        f"{spec.name}_mb_per_s": size / MB / elapsed,
+        f"{spec.name}_peak_rss_mb": usage.ru_maxrss * 1024 / MB,  # Linux: KiB
+    }
+
+
+def big_input_figures(quick: bool = False) -> dict[str, float]:
+    """Both big-input figures (at a fifth of the size when ``quick``)."""
+    scale = 0.2 if quick else 1.0
+    figures: dict[str, float] = {}
+    for spec in (SYSTRACE, GFXINFO):
+        figures.update(measure_big_input(spec, scale))
+    return figures
+
+
+def bound_lines(figures: dict[str, float]) -> list[str]:
+    """One line per big input: its peak RSS against the bound, within or over."""
+    lines = []
+    for spec in (SYSTRACE, GFXINFO):
+        rss = figures.get(f"{spec.name}_peak_rss_mb")
+        if rss is None:
+            continue
+        verdict = "within" if rss <= spec.rss_bound_mb else "OVER"
+        lines.append(
+            f"{spec.analyser + ' peak RSS vs bound':36s} {rss:10.0f} MB "
+            f"{verdict} {spec.rss_bound_mb:.0f} MB"
+        )
+    return lines
