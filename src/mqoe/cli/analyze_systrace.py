@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mqoe.cli.console import LazyProgress, err, out
+from mqoe.cli.console import LazyProgress, err, out, print_frame
 
 HELP = "ftrace/atrace/systrace text: thread states, preemptions, frames and slow-frame causes"
 
@@ -225,21 +225,7 @@ def _section(
         keep = ["trace", *keep]
     if not multi and "trace" in keep:
         keep.remove("trace")
-    _print_table(table[keep])
-
-
-def _print_table(frame: Any) -> None:
-    """A table whose cells are plain text: thread names and file names from a capture are
-    never read as Rich markup (``[bold]``, ``[/x]``)."""
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table()
-    for column in frame.columns:
-        table.add_column(Text(str(column)))
-    for row in frame.itertuples(index=False):
-        table.add_row(*(Text(f"{v:.6g}" if isinstance(v, float) else str(v)) for v in row))
-    out.print(table)
+    print_frame(table[keep], "table")  # plain-text cells: names from a capture are not markup
 
 
 def _mathtext_safe(text: str) -> str:
