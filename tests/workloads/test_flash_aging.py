@@ -73,3 +73,9 @@ def test_bad_parameters_are_user_errors() -> None:
         run(wam="sometimes")
     with pytest.raises(UserError, match="fill"):
         run(fill="0.99")
+
+
+def test_a_benchmark_file_larger_than_the_free_space_is_a_user_error() -> None:
+    # Was a ValueError traceback from deep inside the storage model.
+    with pytest.raises(UserError, match=r"bench_mb=1e\+06: the phone has only \d+ MB free"):
+        run(bench_mb="1000000", days="1")

@@ -50,6 +50,7 @@ from mqoe.workloads.fleet_usage import UsageConstants
 _DAY_S = 86_400.0
 _HOUR_S = 3_600.0
 _GIB = float(1 << 30)
+_MB = float(1 << 20)
 _KINDS = (CACHE_FILES, MEDIA_FILES, APP_FILES)
 # Bytes per hour the default churn kinds write (rate × mean size), to scale them.
 _BASE_BYTES_PER_HOUR = sum(k.creates_per_hour * k.mean_size_kb * 1024 for k in _KINDS)
@@ -152,6 +153,12 @@ class FlashAging:
 
         def bench(day: object) -> None:
             assert isinstance(day, int)
+            free_mb = storage.free_pages * PAGE_BYTES / _MB
+            if params.bench_mb > free_mb:  # the test file must fit, as on a phone
+                raise UserError(
+                    f"flash-aging: bench_mb={params.bench_mb:g}: the phone has only "
+                    f"{free_mb:.0f} MB free on day {day} (lower bench_mb or fill)"
+                )
             bench_rows.append(
                 {
                     "day": float(day),
