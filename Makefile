@@ -28,6 +28,10 @@ demo: $(STAMP)
 	$(BIN)/mqoe results query --results demo-results \
 	  "select profile, params->>'hogs' as hogs, params->>'rt_burst_mcycles' as rt_burst_mcycles, \
 	   round(missed_deadline_rate, 3) as missed_deadline_rate, frames_due from runs order by 2, 3"
+	@echo
+	@echo "Open demo-results/report.html (every reproduction beside its published figures)."
+	@echo "Try next: .venv/bin/mqoe analyze examples samples/   (then analyse each sample as it says)"
+	@echo "          .venv/bin/mqoe run --list                   (scenarios and their parameters)"
 
 ## The test suite: unit, property and CLI tests, then lint and strict typing. The report's
 ## browser test screenshots its page into demo-results/ (kept by CI).
