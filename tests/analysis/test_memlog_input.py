@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,29 +25,12 @@ from mqoe.analysis.memlog import (
 )
 from mqoe.cli.main import main
 from mqoe.errors import InputFileError
+from tests.encodings import VARIANTS
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 from tests.unprivileged import run_python_as_nobody, world_dir
 
 T0 = 1_600_000_000_000
 KB20 = "\t".join(str(10 * i) for i in range(1, 21))
-
-
-def _lines(text: str, end: str) -> str:
-    return text.replace("\n", end)
-
-
-# name → how the plain UTF-8 LF text becomes the variant's bytes
-VARIANTS: dict[str, Callable[[str], bytes]] = {
-    "utf-8 BOM": lambda t: b"\xef\xbb\xbf" + t.encode("utf-8"),
-    "utf-16-le BOM, CRLF (PowerShell >)": lambda t: (
-        b"\xff\xfe" + _lines(t, "\r\n").encode("utf-16-le")
-    ),
-    "utf-16-be BOM": lambda t: b"\xfe\xff" + t.encode("utf-16-be"),
-    "utf-16-le, no BOM": lambda t: t.encode("utf-16-le"),
-    "CR": lambda t: _lines(t, "\r").encode("utf-8"),
-    "CRLF": lambda t: _lines(t, "\r\n").encode("utf-8"),
-    "CR CR LF": lambda t: _lines(t, "\r\r\n").encode("utf-8"),
-}
 
 
 def _same_phone(got: PhoneLog, expected: PhoneLog) -> None:

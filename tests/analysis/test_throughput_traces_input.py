@@ -4,7 +4,6 @@ paths, and mutated files fed to the trace-driven mode (only one-line user errors
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,30 +15,13 @@ from mqoe.analysis.throughput_traces import ThroughputTrace, load_trace
 from mqoe.device.profiles import load_profile
 from mqoe.errors import InputFileError
 from mqoe.workloads.runner import run_scenario
+from tests.encodings import VARIANTS
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 from tests.unprivileged import run_python_as_nobody, world_dir
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 COOKED = SHARED / "real" / "throughput"
 SABRE = SHARED / "network-traces"
-
-
-def _lines(text: str, end: str) -> str:
-    return text.replace("\n", end)
-
-
-# name → how the plain UTF-8 LF text becomes the variant's bytes
-VARIANTS: dict[str, Callable[[str], bytes]] = {
-    "utf-8 BOM": lambda t: b"\xef\xbb\xbf" + t.encode("utf-8"),
-    "utf-16-le BOM, CRLF (PowerShell >)": lambda t: (
-        b"\xff\xfe" + _lines(t, "\r\n").encode("utf-16-le")
-    ),
-    "utf-16-be BOM": lambda t: b"\xfe\xff" + t.encode("utf-16-be"),
-    "utf-16-le, no BOM": lambda t: t.encode("utf-16-le"),
-    "CR": lambda t: _lines(t, "\r").encode("utf-8"),
-    "CRLF": lambda t: _lines(t, "\r\n").encode("utf-8"),
-    "CR CR LF": lambda t: _lines(t, "\r\r\n").encode("utf-8"),
-}
 
 
 def _same(a: ThroughputTrace, b: ThroughputTrace) -> None:

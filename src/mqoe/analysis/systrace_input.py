@@ -1,4 +1,4 @@
-"""Where the trace text of a systrace capture is, as numbered lines (spec 06).
+"""Where the trace text of a systrace capture is, as numbered lines (atrace / catapult formats).
 
 :mod:`mqoe.analysis.systrace` parses ftrace lines; this module finds them, whatever
 container a tool or a shell wrote them in. Each container is sniffed from the bytes,

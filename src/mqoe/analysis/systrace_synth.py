@@ -1,4 +1,4 @@
-"""Synthetic systrace captures with ground truth (spec 06): what :func:`synth_systrace`
+"""Synthetic systrace captures with ground truth: what :func:`synth_systrace`
 scheduled is known exactly, so the parser's thread states, preemptions, frames and
 causes can be checked against it; :func:`write_large_capture` repeats such a capture
 into a big file for benchmarks; :func:`wrap_html` and :func:`wrap_linux_perf_data` put a
@@ -433,6 +433,29 @@ def synth_systrace(
         text = end_mark.format(pid=pid)
         return ("mark", text, tag) if tag else ("mark", text)
 
+    def measure_layout_binder(k: int) -> _Program:
+        # The UI thread's work before drawing, the same on every release: measure, a
+        # layout whose length decides slow and frozen frames, maybe a binder call.
+        yield b(app, "measure")
+        yield ("run", _u(rng, 0.3, 2.0))
+        yield e(app)
+        yield b(app, "layout")
+        heavy = rng.random()
+        if heavy < frozen_prob:
+            yield ("run", _u(rng, 720, 900))
+        elif heavy < frozen_prob + slow_prob:
+            yield ("run", _u(rng, 15, 40))
+        else:
+            yield ("run", _u(rng, 0.3, 2.0))
+        yield e(app)
+        if rng.random() < binder_prob:
+            if binder_slices:
+                yield b(app, "binder transaction", ("binder_start", k))
+            yield ("wake", binder, "work", app)
+            yield ("block", "S", None, "reply")
+            if binder_slices:
+                yield e(app, ("binder_end", k))
+
     def main(th: _SimThread) -> _Program:
         k = 0
         while True:
@@ -440,25 +463,7 @@ def synth_systrace(
             yield ("block", "S", vsync - sim.now, None)
             yield b(app, "Choreographer#doFrame", ("frame_start", k))
             yield b(app, "traversal")
-            yield b(app, "measure")
-            yield ("run", _u(rng, 0.3, 2.0))
-            yield e(app)
-            yield b(app, "layout")
-            heavy = rng.random()
-            if heavy < frozen_prob:
-                yield ("run", _u(rng, 720, 900))
-            elif heavy < frozen_prob + slow_prob:
-                yield ("run", _u(rng, 15, 40))
-            else:
-                yield ("run", _u(rng, 0.3, 2.0))
-            yield e(app)
-            if rng.random() < binder_prob:
-                if binder_slices:
-                    yield b(app, "binder transaction", ("binder_start", k))
-                yield ("wake", binder, "work", app)
-                yield ("block", "S", None, "reply")
-                if binder_slices:
-                    yield e(app, ("binder_end", k))
+            yield from measure_layout_binder(k)
             yield b(app, "draw")
             yield ("run", _u(rng, 0.5, 3.0))
             rt_queue.append(k)
@@ -480,25 +485,7 @@ def synth_systrace(
             yield b(app, root, ("frame_start", k))
             if doframe:
                 yield b(app, "performTraversals")
-            yield b(app, "measure")
-            yield ("run", _u(rng, 0.3, 2.0))
-            yield e(app)
-            yield b(app, "layout")
-            heavy = rng.random()
-            if heavy < frozen_prob:
-                yield ("run", _u(rng, 720, 900))
-            elif heavy < frozen_prob + slow_prob:
-                yield ("run", _u(rng, 15, 40))
-            else:
-                yield ("run", _u(rng, 0.3, 2.0))
-            yield e(app)
-            if rng.random() < binder_prob:
-                if binder_slices:
-                    yield b(app, "binder transaction", ("binder_start", k))
-                yield ("wake", binder, "work", app)
-                yield ("block", "S", None, "reply")
-                if binder_slices:
-                    yield e(app, ("binder_end", k))
+            yield from measure_layout_binder(k)
             yield b(app, "draw")
             yield ("run", _u(rng, 0.5, 3.0))
             if rng.random() < io_prob:

@@ -1,6 +1,5 @@
 """``mqoe analyze anr``: ANR trace files (and xCrash ANR tombstones) → wait-for graphs,
-critical threads, root-cause clusters and the Zipf fit of events per app (spec 04
-§"ANR/SNR root-cause pipeline").
+critical threads, root-cause clusters and the Zipf fit of events per app.
 
 Output folders (``--csv``, ``--plot``) are checked before any file is parsed. Text read
 from the files (paths, process and thread names, frames) is printed verbatim, never as
@@ -18,7 +17,7 @@ from typing import Any
 from mqoe.cli.console import LazyProgress, err, out, print_frame
 from mqoe.errors import UserError
 
-HELP = "ANR trace files: wait-for graphs, critical threads, root-cause clusters (spec 04)"
+HELP = "ANR trace files: wait-for graphs, critical threads, root-cause clusters"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """``mqoe analyze gfxinfo``: ``dumpsys gfxinfo <pkg> [framestats]`` dumps → slow and frozen
 frames per window and per process, naive and buffer-aware, stages and clustering, beside
-the dump's own summary (spec 04 §Rendering, spec 06)."""
+the dump's own summary."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from mqoe.analysis.gfxinfo import GfxinfoReport
 
-HELP = "dumpsys gfxinfo [framestats]: slow/frozen frames per window and process (spec 04)"
+HELP = "dumpsys gfxinfo [framestats]: slow/frozen frames per window and process"
 
 _PROCESS_SHOWN = {
     "package": "package", "pid": "pid", "windows": "windows", "frames": "frames", "sr": "sr",

@@ -1,6 +1,6 @@
 """ANR trace files (``/data/anr/…``) and xCrash ANR tombstones: parse, build wait-for
 graphs, find critical threads, cluster events by root cause and fit Zipf's law to events
-per app (spec 04 §"ANR/SNR root-cause pipeline", format in spec 06).
+per app (the root-cause pipeline of the flash-aging ANR study; format as ART writes it).
 
 Modules: :mod:`.model` (parsed values), :mod:`.parse` (streaming parser, renderers),
 :mod:`.graph` (wait-for graph, critical threads), :mod:`.features` (normalisation,

@@ -1,4 +1,4 @@
-"""Streaming parser (and renderer) for ANR trace files (``/data/anr/…``, spec 06) and
+"""Streaming parser (and renderer) for ANR trace files (``/data/anr/…``, as ART writes them) and
 xCrash ANR tombstones.
 
 Files are read through :mod:`mqoe.analysis.textio` (gzip, UTF-8 with or without BOM,

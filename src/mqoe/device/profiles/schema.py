@@ -230,9 +230,9 @@ class LmkSpec(_Model):
     downgrade_pressure: int = Field(default=100, ge=0, le=100)
     swap_free_low_percentage: int = Field(default=10, ge=0, le=100)
     # Stall thresholds are per PSI window of 1 s (lmkd's PSI_WINDOW_SIZE_MS).
-    # None: 70, or 200 on low-RAM devices (spec 06)
+    # None: 70, or 200 on low-RAM devices (AOSP lmkd's default)
     psi_partial_stall_ms: int | None = Field(default=None, ge=1, le=1000)
-    psi_complete_stall_ms: int = Field(default=700, ge=1, le=1000)  # spec 06
+    psi_complete_stall_ms: int = Field(default=700, ge=1, le=1000)  # AOSP lmkd default
     # lmkd's CPU per event (reads /proc/meminfo, zoneinfo)…
     event_cycles: int = Field(default=200_000, ge=0, le=_MAX_CYCLES)
     kill_cycles: int = Field(default=2_000_000, ge=0, le=_MAX_CYCLES)  # …and per kill
