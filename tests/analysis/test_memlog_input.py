@@ -25,7 +25,7 @@ from mqoe.analysis.memlog import (
 )
 from mqoe.cli.main import main
 from mqoe.errors import InputFileError
-from tests.encodings import VARIANTS
+from tests.text_variants import VARIANTS
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 from tests.unprivileged import run_python_as_nobody, world_dir
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import mqoe
 from mqoe.emulation.topology import TUN_NAME, Topology
 
 _READY_TIMEOUT_S = 60.0  # agents import Python and bind sockets (slow on a busy machine)
@@ -50,7 +51,7 @@ def launch(
     last. Returns each agent's JSON result by name."""
     procs: dict[str, subprocess.Popen[str]] = {}
     logs: dict[str, IO[str]] = {}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env = agent_env()
     try:
         for agent in agents:
             config = {**agent.config, "out": str(tmp / f"{agent.name}.json"),
@@ -91,6 +92,15 @@ def launch(
                 proc.wait(timeout=5)
         for handle in logs.values():
             handle.close()
+
+
+def agent_env() -> dict[str, str]:
+    """The agents' environment: ours, with mqoe's own import root as the only
+    PYTHONPATH entry. Never our whole ``sys.path``: under pytest it holds the tests'
+    folders, whose modules would shadow the standard library in a fresh interpreter
+    (a ``tests/encodings.py`` once stopped every agent at start-up)."""
+    root = str(Path(mqoe.__file__).resolve().parent.parent)
+    return {**os.environ, "PYTHONPATH": root}
 
 
 def _await_ready(name: str, proc: subprocess.Popen[str], log: IO[str]) -> None:
