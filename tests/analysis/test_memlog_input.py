@@ -25,8 +25,8 @@ from mqoe.analysis.memlog import (
 )
 from mqoe.cli.main import main
 from mqoe.errors import InputFileError
-from tests.text_variants import VARIANTS
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
+from tests.text_variants import VARIANTS
 from tests.unprivileged import run_python_as_nobody, world_dir
 
 T0 = 1_600_000_000_000

@@ -15,8 +15,8 @@ from mqoe.analysis.throughput_traces import ThroughputTrace, load_trace
 from mqoe.device.profiles import load_profile
 from mqoe.errors import InputFileError
 from mqoe.workloads.runner import run_scenario
-from tests.text_variants import VARIANTS
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
+from tests.text_variants import VARIANTS
 from tests.unprivileged import run_python_as_nobody, world_dir
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
