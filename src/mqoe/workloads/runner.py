@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
+import pandas as pd
+
 from mqoe import __version__
+from mqoe.device.cpu.knobs import apply_cpu_knobs
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import DeviceProfile
 from mqoe.engine import validate_seed
@@ -58,7 +62,8 @@ def run_scenario(
     """Build, simulate and collect one run. Raises UserError for bad names or parameters."""
     scenario = get_scenario(name)
     seed = validate_seed(seed)
-    params = parse_params(scenario.params_type, overrides or {}, name)
+    profile, knobs, overrides = apply_cpu_knobs(profile, overrides or {})
+    params = parse_params(scenario.params_type, overrides, name)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     wall_start = time.perf_counter()
     phone = Phone(profile, seed, trace=trace)
@@ -70,8 +75,13 @@ def run_scenario(
             on_progress(k / _SLICES)
     phone.finish()
     output = session.collect()
+    energy = phone.cpu.energy_table()
+    tables = {**output.tables, "energy": pd.DataFrame(energy)}
+    energy_j = sum(row["energy_j"] for row in energy)
+    metrics = {**output.metrics, "energy_j": energy_j,
+               "cpu_power_mw": energy_j / (end_ns / 1e9) * 1e3 if end_ns else math.nan}  # fmt: skip
     wall_time_s = time.perf_counter() - wall_start
-    stored_params = params_dict(params)
+    stored_params = params_dict(params) | knobs
     return RunRecord(
         run_id=run_id_for(name, profile, seed, stored_params),
         scenario=name,
@@ -82,8 +92,8 @@ def run_scenario(
         started_utc=started,
         wall_time_s=wall_time_s,
         sim_duration_s=end_ns / 1e9,
-        metrics=dict(output.metrics),
-        tables=dict(output.tables),
+        metrics=metrics,
+        tables=tables,
     )
 
 

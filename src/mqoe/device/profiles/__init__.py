@@ -13,6 +13,7 @@ from mqoe.device.profiles.loader import (
     list_profiles,
     load_profile,
     load_profile_file,
+    load_soc,
 )
 from mqoe.device.profiles.schema import (
     ClusterSpec,
@@ -23,6 +24,8 @@ from mqoe.device.profiles.schema import (
     LmkSpec,
     MemorySpec,
     SchedSpec,
+    SocCluster,
+    SocSpec,
     StorageSpec,
     VideoSpec,
 )
@@ -36,6 +39,8 @@ __all__ = [
     "LmkSpec",
     "MemorySpec",
     "SchedSpec",
+    "SocCluster",
+    "SocSpec",
     "StorageSpec",
     "VideoSpec",
     "catalog_names",
@@ -43,4 +48,5 @@ __all__ = [
     "list_profiles",
     "load_profile",
     "load_profile_file",
+    "load_soc",
 ]

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from mqoe.device.profiles.schema import ClusterSpec, CoreType, DeviceProfile
+from mqoe.device.profiles.schema import ClusterSpec, CoreType, DeviceProfile, SocSpec
 from mqoe.errors import InputFileError, UserError
 
 M = TypeVar("M", bound=BaseModel)
@@ -19,6 +19,7 @@ M = TypeVar("M", bound=BaseModel)
 _HERE = Path(__file__).parent
 CATALOG_DIR = _HERE / "catalog"
 CORE_TYPES_FILE = _HERE / "core_types.toml"
+SOCS_DIR = _HERE / "socs"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -179,7 +180,34 @@ def load_profile_file(path: str | Path) -> DeviceProfile:
             loc = ("cpu", "clusters", index, "core_type")
             what = f"key {_format_loc(loc)}: {exc}"
             raise InputFileError(path, what, line=_key_line(path, loc)) from None
+    _check_soc(profile, path)
     return profile
+
+
+@cache
+def load_soc(soc_id: str) -> SocSpec:
+    """A SoC's sourced CPU tables (``profiles/socs/<id>.toml``)."""
+    path = SOCS_DIR / f"{soc_id}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in SOCS_DIR.glob("*.toml"))) or "none"
+        raise UserError(f"unknown SoC {soc_id!r}; the SoC tables are: {known}")
+    soc = _validate(SocSpec, _read_toml(path), path)
+    if soc.id != path.stem:
+        raise InputFileError(path, f"id {soc.id!r} must match the file name")
+    return soc
+
+
+def _check_soc(profile: DeviceProfile, path: Path) -> None:
+    """The profile's clusters are its SoC's (same names and core counts)."""
+    if profile.cpu.soc is None:
+        return
+    soc = load_soc(profile.cpu.soc.id)
+    theirs = {c.name: c.cores for c in soc.clusters}
+    ours = {c.name: c.cores for c in profile.cpu.clusters}
+    if theirs != ours:
+        loc = ("cpu", "soc", "id")
+        what = f"key {_format_loc(loc)}: SoC {soc.id!r} has clusters {theirs}, the profile {ours}"
+        raise InputFileError(path, what, line=_key_line(path, loc))
 
 
 @cache

@@ -57,10 +57,117 @@ class SchedSpec(_Model):
     wakeup_granularity_ns: int | None = Field(default=None, ge=0, le=1_000_000_000)
 
 
+Tunable = int | float | str | bool  # a sysfs value as an init script writes it
+Tunables = dict[str, Tunable]
+
+
+def _per_cluster(data: object) -> object:
+    """``[x] name = …`` plus ``[x.<cluster>]`` tables → ``{name, clusters: {…}}``."""
+    if isinstance(data, dict) and "clusters" not in data:
+        data = dict(data)
+        head = {k: data.pop(k) for k in list(data) if not isinstance(data[k], dict)}
+        return {**head, "clusters": data}
+    return data
+
+
+class GovernorSpec(_Model):
+    """The cpufreq governor (``scaling_governor``) and each cluster's tunables, with the
+    kernel's sysfs names and units, as the phone's init scripts write them."""
+
+    name: str = Field(default="performance", min_length=1)
+    clusters: dict[str, Tunables] = Field(default_factory=dict, strict=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: object) -> object:
+        return _per_cluster(data)
+
+
+class HotplugSpec(_Model):
+    """Cores on-/off-lined by load (MediaTek ``hps``, Qualcomm ``core_ctl``), per cluster."""
+
+    name: str = Field(min_length=1)
+    clusters: dict[str, Tunables] = Field(default_factory=dict, strict=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: object) -> object:
+        return _per_cluster(data)
+
+
+class BoostSpec(_Model):
+    """The top-app group's boost: ``schedtune.boost`` (Android 8–10) or ``uclamp.min``
+    (11+), in percent, and ``prefer_idle`` (idle CPUs first at wake-up)."""
+
+    kind: Literal["schedtune", "uclamp"]
+    top_app: int = Field(default=0, ge=0, le=100)
+    prefer_idle: bool = False
+    foreground: int = Field(default=0, ge=0, le=100)
+
+
+class ClusterPower(_Model):
+    """One cluster's rows of Android's power_profile.xml (mA)."""
+
+    speeds_khz: Annotated[tuple[int, ...], Field(min_length=1, strict=False)]
+    core_ma: Annotated[tuple[float, ...], Field(min_length=1, strict=False)]
+    cluster_ma: float | None = Field(default=None, ge=0, le=10_000)
+    # Old files (Android ≤ 6: cpu.speeds / cpu.active) give the whole CPU's current at
+    # each speed, not one core's: drawn while any core of the cluster is busy.
+    whole_cpu: bool = False
+
+    @model_validator(mode="after")
+    def _aligned(self) -> ClusterPower:
+        if len(self.speeds_khz) != len(self.core_ma):
+            raise ValueError(
+                f"{len(self.core_ma)} core_ma values for {len(self.speeds_khz)} speeds_khz"
+            )
+        return self
+
+
+class PowerProfileSpec(_Model):
+    """Android's per-device ``power_profile.xml`` CPU rows (BatteryStats' currents)."""
+
+    suspend_ma: float | None = Field(default=None, ge=0, le=10_000)
+    idle_ma: float | None = Field(default=None, ge=0, le=10_000)
+    active_ma: float | None = Field(default=None, ge=0, le=10_000)
+    # Currents become power at the battery's nominal voltage (Li-ion cells: 3.7–3.85 V).
+    battery_voltage_v: float = Field(default=3.8, gt=0, le=10)
+    clusters: dict[str, ClusterPower] = Field(default_factory=dict, strict=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: object) -> object:
+        return _per_cluster(data)
+
+
+class SocRef(_Model):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+
+
+# Android's cpuset groups (/dev/cpuset/<group>/cpus).
+CPUSET_GROUPS = ("top-app", "foreground", "background", "system-background", "restricted")
+
+
 class CpuSpec(_Model):
     # TOML gives arrays as lists; let them become a tuple.
     clusters: Annotated[tuple[ClusterSpec, ...], Field(min_length=1, strict=False)]
     sched: SchedSpec = SchedSpec()
+    soc: SocRef | None = None  # the SoC's OPP / energy tables (profiles/socs/<id>.toml)
+    governor: GovernorSpec = GovernorSpec()
+    hotplug: HotplugSpec | None = None
+    cpusets: dict[str, str] = Field(default_factory=dict, strict=False)
+    boost: BoostSpec | None = None
+    power_profile: PowerProfileSpec | None = None
+    # CONFIG_HZ: the scheduler tick, when schedutil re-reads a busy CPU's utilisation.
+    hz: int = Field(default=250, ge=24, le=1000)
+
+    @field_validator("cpusets")
+    @classmethod
+    def _known_groups(cls, cpusets: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(cpusets) - set(CPUSET_GROUPS))
+        if unknown:
+            raise ValueError(f"unknown cpuset group(s) {unknown}; known: {list(CPUSET_GROUPS)}")
+        return cpusets
 
     @property
     def n_cores(self) -> int:
@@ -89,6 +196,11 @@ class CpuSpec(_Model):
         names = [c.name for c in self.clusters]
         if len(set(names)) != len(names):
             raise ValueError(f"cluster names must be unique, got {names}")
+        for what, spec in (("governor", self.governor), ("hotplug", self.hotplug),
+                           ("power_profile", self.power_profile)):  # fmt: skip
+            extra = sorted(set(spec.clusters) - set(names)) if spec is not None else []
+            if extra:
+                raise ValueError(f"[cpu.{what}] names cluster(s) {extra}; clusters: {names}")
         return self
 
 
@@ -295,6 +407,52 @@ class DeviceProfile(_Model):
         if missing:
             raise ValueError(f"[sources] must name a source for: {', '.join(missing)}")
         return sources
+
+
+class SocCluster(_Model):
+    """One cluster of a SoC: its cpufreq table, voltages and energy model (sourced)."""
+
+    name: str = Field(min_length=1)
+    core_type: str = Field(min_length=1)
+    cores: int = Field(ge=1, le=16)
+    first_cpu: int = Field(default=0, ge=0, le=63)
+    transition_latency_us: float | None = Field(default=None, ge=0, le=100_000)
+    opp_khz: Annotated[tuple[int, ...], Field(min_length=1, strict=False)]
+    opp_uv: Annotated[tuple[int, ...], Field(strict=False)] | None = None
+    em_khz: Annotated[tuple[int, ...], Field(strict=False)] | None = None
+    busy_mw: Annotated[tuple[float, ...], Field(strict=False)] | None = None
+    idle_mw: Annotated[tuple[float, ...], Field(strict=False)] | None = None
+    idle_states: Annotated[tuple[str, ...], Field(strict=False)] | None = None
+    cluster_busy_mw: Annotated[tuple[float, ...], Field(strict=False)] | None = None
+    cluster_idle_mw: Annotated[tuple[float, ...], Field(strict=False)] | None = None
+    busy_cost: Annotated[tuple[float, ...], Field(strict=False)] | None = None
+    idle_cost: Annotated[tuple[float, ...], Field(strict=False)] | None = None
+    cluster_busy_cost: Annotated[tuple[float, ...], Field(strict=False)] | None = None
+    cluster_idle_cost: Annotated[tuple[float, ...], Field(strict=False)] | None = None
+    dynamic_power_coefficient: float | None = Field(default=None, gt=0, le=10_000)
+    capacity_dmips_mhz: int | None = Field(default=None, gt=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _aligned(self) -> SocCluster:
+        n = len(self.opp_khz)
+        if list(self.opp_khz) != sorted(set(self.opp_khz)):
+            raise ValueError("opp_khz must ascend strictly")
+        if self.opp_uv is not None and len(self.opp_uv) != n:
+            raise ValueError(f"{len(self.opp_uv)} opp_uv values for {n} opp_khz")
+        points = len(self.em_khz) if self.em_khz is not None else n
+        for key in ("busy_mw", "cluster_busy_mw", "busy_cost", "cluster_busy_cost"):
+            values = getattr(self, key)
+            if values is not None and len(values) != points:
+                raise ValueError(f"{len(values)} {key} values for {points} points")
+        return self
+
+
+class SocSpec(_Model):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    name: str = Field(min_length=1)
+    kernel: str = ""
+    clusters: Annotated[tuple[SocCluster, ...], Field(min_length=1, strict=False)]
+    sources: dict[str, str]
 
 
 class CoreType(_Model):

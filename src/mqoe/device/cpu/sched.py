@@ -43,7 +43,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from mqoe.device.profiles import DeviceProfile, core_ipc_factor
+from mqoe.device.cpu import pelt
+from mqoe.device.cpu.energy import PowerTable, power_table
+from mqoe.device.cpu.governors import FreqPolicy, make_governor
+from mqoe.device.cpu.hotplug import Hotplug, make_hotplug
+from mqoe.device.cpu.opp import OppTable
+from mqoe.device.profiles import DeviceProfile, core_ipc_factor, load_soc
 from mqoe.engine import Environment, Event, Timer
 
 # kernel/sched/core.c sched_prio_to_weight[]: nice -20 … 19 → CFS load weight.
@@ -150,6 +155,7 @@ class Thread:
         "_core",
         "_done",
         "_last_core",
+        "_level",
         "_preempted_idx",
         "_preemptor_idx",
         "_remaining",
@@ -160,6 +166,8 @@ class Thread:
         "_util",
         "_vruntime",
         "allowed",
+        "boost",
+        "cpuset",
         "name",
         "nice",
         "process",
@@ -176,7 +184,9 @@ class Thread:
         self.tid = tid
         self.name = name
         self.process = process
-        self.allowed = allowed
+        self.cpuset = allowed  # the thread's cpuset (affinity) as set
+        self.allowed = allowed  # the cpuset's online cores (all online ones if none is)
+        self.boost = 0  # schedtune.boost / uclamp.min of its group, percent
         self.rt_prio = 0
         self.nice = 0
         self.weight = NICE_0_WEIGHT
@@ -194,7 +204,8 @@ class Thread:
         self._seq = 0
         self._preempted_idx = -1
         self._preemptor_idx = -1
-        self._util = 0.0  # PELT-like running fraction (heterogeneous CPUs only)
+        self._util = 0.0  # PELT utilisation, capacity units (see pelt.py)
+        self._level = 0.0  # capacity of the core it runs on, at its current clock
 
     def _set_policy(self, policy: SchedPolicy) -> None:
         if isinstance(policy, RealTime):
@@ -221,21 +232,49 @@ class Thread:
 
 class Core:
     __slots__ = (
+        "_acct_t",
+        "_busy_total",
+        "_opp_i",
         "_timer",
+        "_util_t",
+        "busy_opp_ns",
+        "cap_cur",
+        "cap_orig",
         "cfs",
         "cid",
         "cluster",
         "current",
         "fair_weight",
+        "idle_ns",
+        "ipc",
+        "khz",
         "min_vruntime",
+        "offline_ns",
+        "online",
+        "policy",
         "rate",
         "rt",
+        "util",
     )
 
-    def __init__(self, cid: int, cluster: str, rate_cycles_per_ns: float) -> None:
+    def __init__(self, cid: int, cluster: str, ipc: float, khz: int, cap_orig: float) -> None:
         self.cid = cid
         self.cluster = cluster
-        self.rate = rate_cycles_per_ns
+        self.ipc = ipc  # reference cycles per clock
+        self.khz = khz  # current clock
+        self.rate = khz * 1e-6 * ipc  # reference cycles per ns at the current clock
+        self.cap_orig = cap_orig  # capacity at the top step (1024 = the fastest core)
+        self.cap_cur = cap_orig  # capacity at the current clock
+        self.online = True
+        self.policy: FreqPolicy | None = None
+        self.util = 0.0  # PELT: Σ attached threads' utilisation, as of _util_t
+        self._util_t = 0
+        self._acct_t = 0  # busy/idle time accounted up to here
+        self._busy_total = 0  # ns busy since the start
+        self._opp_i = 0  # index of khz in the policy's table
+        self.busy_opp_ns: list[int] = []  # ns busy at each OPP
+        self.idle_ns = 0
+        self.offline_ns = 0
         self.current: Thread | None = None
         self.rt: list[Thread] = []  # queued RT threads (not the current one)
         self.cfs: list[Thread] = []  # queued fair threads (not the current one)
@@ -293,14 +332,50 @@ class Cpu:
     def __init__(self, env: Environment, profile: DeviceProfile) -> None:
         self.env = env
         spec = profile.cpu
+        self.hz = spec.hz
         self.cores: list[Core] = []
         self.clusters: dict[str, tuple[int, ...]] = {}
+        self.policies: dict[str, FreqPolicy] = {}
+        self.power: dict[str, PowerTable | None] = {}
+        soc = load_soc(spec.soc.id) if spec.soc is not None else None
+        soc_clusters = {c.name: c for c in soc.clusters} if soc is not None else {}
+        tables: dict[str, tuple[OppTable, int]] = {}
         for cluster in spec.clusters:
-            rate = cluster.max_freq_mhz * 1e-3 * core_ipc_factor(cluster)
+            sourced = soc_clusters.get(cluster.name)
+            max_khz = cluster.max_freq_mhz * 1000
+            if sourced is not None:
+                opp = OppTable.capped(sourced.opp_khz, sourced.opp_uv or (), max_khz)
+                latency_ns = int((sourced.transition_latency_us or 0.0) * 1000)
+            else:  # no sourced table: one step, the top clock
+                opp, latency_ns = OppTable((round(max_khz),)), 0
+            tables[cluster.name] = (opp, latency_ns)
+        top = max(tables[c.name][0].max_khz * core_ipc_factor(c) for c in spec.clusters)
+        pp = spec.power_profile
+        for cluster in spec.clusters:
+            ipc = core_ipc_factor(cluster)
+            opp, latency_ns = tables[cluster.name]
+            cap = pelt.SCALE * opp.max_khz * ipc / top
             first = len(self.cores)
             for _ in range(cluster.cores):
-                self.cores.append(Core(len(self.cores), cluster.name, rate))
+                core = Core(len(self.cores), cluster.name, ipc, opp.max_khz, cap)
+                core._opp_i = len(opp.khz) - 1
+                core.busy_opp_ns = [0] * len(opp.khz)
+                self.cores.append(core)
             self.clusters[cluster.name] = tuple(range(first, len(self.cores)))
+            policy = FreqPolicy(self, cluster.name, self.cores[first:], opp, latency_ns)
+            for core in policy.cores:
+                core.policy = policy
+            self.policies[cluster.name] = policy
+            self.power[cluster.name] = power_table(
+                opp, soc_clusters.get(cluster.name),
+                pp.clusters.get(cluster.name) if pp is not None else None,
+                pp.battery_voltage_v if pp is not None else 3.8,
+            )  # fmt: skip
+        self._policy_acct: dict[str, list[int]] = {
+            name: [0] * len(p.opp.khz) for name, p in self.policies.items()
+        }
+        self._policy_t: dict[str, int] = dict.fromkeys(self.policies, 0)
+        self.boost = spec.boost
         self.latency_ns = spec.sched_latency_ns
         self.min_granularity_ns = spec.sched_min_granularity_ns
         self.wakeup_granularity_ns = spec.sched_wakeup_granularity_ns
@@ -308,16 +383,74 @@ class Cpu:
         self.preemptions = PreemptionLog()
         self._all = tuple(range(len(self.cores)))
         self._n_idle = len(self.cores)
-        fastest = max(core.rate for core in self.cores)
+        fastest = max(core.cap_orig for core in self.cores)
         # Heterogeneous (big.LITTLE) CPUs: cores of the fastest cluster, where a thread
         # that no longer fits a slower core goes (up-migration).
         self._fast: frozenset[int] = frozenset(
-            core.cid for core in self.cores if core.rate == fastest
+            core.cid for core in self.cores if core.cap_orig == fastest
         )
         self._hetero = len(self._fast) < len(self.cores)
         self._n_rt_queued = 0
         self._n_cfs_queued = 0
         self._seq = 0
+        self._n_online = len(self.cores)
+        self.cpusets: dict[str, tuple[int, ...] | None] = {
+            group: parse_cpuset(text, len(self.cores)) for group, text in spec.cpusets.items()
+        }
+        self.hotplugs: list[Hotplug] = []
+        self._start_policies(profile)
+
+    def _start_policies(self, profile: DeviceProfile) -> None:
+        """Each cluster's governor, then the hotplug policy, from the profile."""
+        spec = profile.cpu
+        governor = spec.governor
+        for name, policy in self.policies.items():
+            tunables = governor.clusters.get(name, governor.clusters.get("*", {}))
+            where = f"profile {profile.name!r} [cpu.governor.{name}]"
+            policy.governor = make_governor(governor.name, tunables, where)
+            policy.governor.start(policy)
+        if spec.hotplug is not None:
+            for name, tunables in spec.hotplug.clusters.items():
+                where = f"profile {profile.name!r} [cpu.hotplug.{name}]"
+                hotplug = make_hotplug(spec.hotplug.name, tunables, where)
+                hotplug.start(self, [self.cores[c] for c in self.clusters[name]])
+                self.hotplugs.append(hotplug)
+
+    def energy_table(self) -> list[dict[str, Any]]:
+        """Per cluster: busy / idle / offline core-seconds and energy (J; NaN without a
+        power table), from each core's time at each OPP (call after :meth:`finish`)."""
+        rows = []
+        for name, policy in self.policies.items():
+            table = self.power[name]
+            cores = policy.cores
+            busy = [sum(c.busy_opp_ns[i] for c in cores) for i in range(len(policy.opp.khz))]
+            idle = sum(c.idle_ns for c in cores)
+            active = self._policy_acct[name]
+            total_active = sum(active)
+            span = self.env.now
+            if table is None:
+                energy = math.nan
+            else:
+                energy = sum(b * p for b, p in zip(busy, table.core_busy_mw, strict=True))
+                energy += idle * table.core_idle_mw
+                energy += sum(a * p for a, p in zip(active, table.cluster_busy_mw, strict=True))
+                energy += (span - total_active) * table.cluster_idle_mw
+                energy *= 1e-12  # ns × mW → J
+            mean_khz = (
+                sum(b * f for b, f in zip(busy, policy.opp.khz, strict=True)) / sum(busy)
+                if sum(busy) else math.nan
+            )  # fmt: skip
+            rows.append({
+                "cluster": name,
+                "busy_s": sum(busy) / 1e9,
+                "idle_s": idle / 1e9,
+                "offline_s": sum(c.offline_ns for c in cores) / 1e9,
+                "mean_busy_khz": mean_khz,
+                "freq_changes": policy.changes,
+                "energy_j": energy,
+                "power_source": table.source if table is not None else "",
+            })  # fmt: skip
+        return rows
 
     # -- public API -------------------------------------------------------------------
     def thread(
@@ -331,6 +464,8 @@ class Cpu:
         """Create a sleeping thread. ``cpus`` is its affinity (cpuset); None = all cores."""
         allowed = self._check_cpus(cpus)
         thread = Thread(len(self.threads) + 1, name, process or name, policy or Fair(), allowed)
+        online = tuple(c for c in allowed if self.cores[c].online)
+        thread.allowed = online or tuple(c.cid for c in self.cores if c.online)
         thread._since = self.env.now
         self.threads.append(thread)
         return thread
@@ -360,7 +495,9 @@ class Cpu:
 
     def set_affinity(self, thread: Thread, cpus: tuple[int, ...] | list[int] | None) -> None:
         """Change a thread's cpuset; a thread on a core it may no longer use moves at once."""
-        thread.allowed = self._check_cpus(cpus)
+        thread.cpuset = self._check_cpus(cpus)
+        online = tuple(c for c in thread.cpuset if self.cores[c].online)
+        thread.allowed = online or tuple(c.cid for c in self.cores if c.online)
         core = thread._core
         if core is not None and core.cid not in thread.allowed:
             self._detach(thread)
@@ -375,6 +512,89 @@ class Cpu:
             self._place(thread)
             self._refill(core)
 
+    def set_group(self, thread: Thread, group: str) -> None:
+        """Move a thread to an Android cgroup (``top-app``, ``foreground``,
+        ``background``, ``system-background``, ``restricted``): its cpuset becomes the
+        group's cores (all where the profile sets none) and its boost the group's."""
+        self.set_affinity(thread, self.cpusets.get(group))
+        boost = self.boost
+        if boost is None:
+            thread.boost = 0
+        elif group == "top-app":
+            thread.boost = boost.top_app
+        elif group == "foreground":
+            thread.boost = boost.foreground
+        else:
+            thread.boost = 0
+
+    def core_util(self, core: Core, boosted: bool = False) -> float:
+        """The CPU's PELT utilisation now (capacity units), optionally boosted as
+        schedutil sees it: schedtune adds ``boost`` % of the headroom
+        (``boosted_cpu_util``), uclamp raises it to ``boost`` % of the scale."""
+        self._sync_util(core)
+        util = core.util
+        if boosted and self.boost is not None:
+            boost = 0
+            cur = core.current
+            if cur is not None:
+                boost = cur.boost
+            for t in core.cfs:
+                boost = max(boost, t.boost)
+            if boost:
+                if self.boost.kind == "schedtune":
+                    util += (pelt.SCALE - util) * boost / 100
+                else:
+                    util = max(util, pelt.SCALE * boost / 100)
+        return util
+
+    def core_busy_ns(self, core: Core) -> int:
+        """The core's total busy time up to now."""
+        self._account(core)
+        return core._busy_total
+
+    def runnable_on(self, cores: list[Core]) -> int:
+        """Threads running or queued on these cores."""
+        return sum((c.current is not None) + len(c.cfs) + len(c.rt) for c in cores)
+
+    def set_online_count(self, cores: list[Core], count: int) -> None:
+        """Hotplug: keep the first ``count`` of ``cores`` online, the rest offline.
+        An offline core's threads move to online allowed cores at once."""
+        going = [c for k, c in enumerate(cores) if c.online and k >= count]
+        coming = [c for k, c in enumerate(cores) if not c.online and k < count]
+        if not going and not coming:
+            return
+        moved: list[Thread] = []
+        for core in going:
+            running = core.current
+            if running is not None:
+                self._update_curr(core)
+                self._stop_running(core, running)
+                if not running.rt_prio:
+                    core.fair_weight -= running.weight
+                running._core = None
+                self._set_state(running, ThreadState.RUNNABLE_PREEMPTED)
+                moved.append(running)
+            for thread in list(core.rt) + list(core.cfs):
+                self._dequeue(core, thread)
+                moved.append(thread)
+            self._account(core)
+            core.online = False
+            self._n_idle -= 1
+        for core in coming:
+            self._account(core)
+            core.online = True
+            self._n_idle += 1
+        self._n_online = sum(c.online for c in self.cores)
+        online = tuple(c.cid for c in self.cores if c.online)
+        for thread in self.threads:
+            mask = tuple(c for c in thread.cpuset if self.cores[c].online)
+            thread.allowed = mask or online
+        for thread in moved:
+            self._place(thread)
+        for core in coming:
+            if core.current is None:
+                self._pick_next(core)
+
     def exit(self, thread: Thread) -> None:
         """The thread dies (process killed): it leaves the CPU at once. Its pending work's
         event still fires, so code waiting on it can see ``thread.alive`` is False and
@@ -386,6 +606,11 @@ class Cpu:
             self._refill(core)
         done, thread._done = thread._done, None
         thread._remaining = 0.0
+        last = thread._last_core
+        if last is not None:  # its utilisation leaves the CPU with it
+            util = self._util_after(thread, self.env.now - thread._since)
+            self._sync_util(last)
+            last.util = max(0.0, last.util - util)
         self._set_state(thread, ThreadState.DEAD)
         if done is not None:
             done.succeed()
@@ -395,13 +620,17 @@ class Cpu:
         for core in self.cores:
             if core.current is not None:
                 self._update_curr(core)
+            self._account(core)
+            self._sync_util(core)
+        for policy in self.policies.values():
+            self._account_policy(policy)
         now = self.env.now
         for thread in self.threads:
             if thread.state != ThreadState.DEAD:
                 elapsed = now - thread._since
                 thread.state_ns[thread.state] += elapsed
-                if self._hetero and elapsed:  # as _set_state: a mid-run snapshot keeps
-                    thread._util = self._util_after(thread, elapsed)  # PELT-like util
+                if elapsed:  # as _set_state: a mid-run snapshot keeps PELT current
+                    thread._util = self._util_after(thread, elapsed)
                 thread._since = now
 
     def snapshot(self) -> list[dict[str, Any]]:
@@ -412,7 +641,7 @@ class Cpu:
 
     def busy_threads(self) -> int:
         """Threads running or waiting for a core (PSI's non-idle, productive tasks)."""
-        return len(self.cores) - self._n_idle + self._n_rt_queued + self._n_cfs_queued
+        return self._n_online - self._n_idle + self._n_rt_queued + self._n_cfs_queued
 
     def thread_table(self) -> list[dict[str, Any]]:
         """Per-thread identity and state times in ns (call after :meth:`finish`)."""
@@ -457,7 +686,12 @@ class Cpu:
                         assert other.rt_prio >= queued.rt_prio, (
                             f"{queued!r} waits while core {cid} runs {other!r}"
                         )
-        assert self._n_idle == sum(c.current is None for c in self.cores)
+        assert self._n_idle == sum(c.current is None and c.online for c in self.cores)
+        for core in self.cores:
+            assert core.online or (core.current is None and not core.cfs and not core.rt)
+            policy = core.policy
+            assert policy is not None and core.khz == policy.cur_khz
+            assert core.khz in policy.opp.khz, f"core {core.cid} at {core.khz} kHz: not an OPP"
         assert self._n_rt_queued == sum(len(c.rt) for c in self.cores)
         assert self._n_cfs_queued == sum(len(c.cfs) for c in self.cores)
 
@@ -477,18 +711,91 @@ class Cpu:
         if thread.state != ThreadState.DEAD:
             elapsed = now - thread._since
             thread.state_ns[thread.state] += elapsed
-            if self._hetero and elapsed:
+            if elapsed:
                 thread._util = self._util_after(thread, elapsed)
         thread.state = state
         thread._since = now
 
     @staticmethod
     def _util_after(thread: Thread, elapsed: int) -> float:
-        """The thread's running fraction, geometrically averaged with PELT's 32 ms
-        half-life, after ``elapsed`` ns more in its current state."""
+        """The thread's PELT utilisation after ``elapsed`` ns more in its current state
+        (running accrues at its core's current capacity: frequency- and
+        capacity-invariant)."""
         decay: float = 0.5 ** (elapsed / UTIL_HALFLIFE_NS)
-        running = 1.0 if thread.state == ThreadState.RUNNING else 0.0
-        return thread._util * decay + running * (1.0 - decay)
+        level = thread._level if thread.state == ThreadState.RUNNING else 0.0
+        return thread._util * decay + level * (1.0 - decay)
+
+    def _sync_thread(self, thread: Thread) -> None:
+        """Bring a thread's state time and utilisation up to now (state unchanged)."""
+        now = self.env.now
+        elapsed = now - thread._since
+        if elapsed and thread.state != ThreadState.DEAD:
+            thread.state_ns[thread.state] += elapsed
+            thread._util = self._util_after(thread, elapsed)
+            thread._since = now
+
+    def _sync_util(self, core: Core) -> None:
+        """The core's utilisation up to now (it accrues while anything runs on it)."""
+        now = self.env.now
+        elapsed = now - core._util_t
+        if elapsed:
+            level = core.cap_cur if core.current is not None else 0.0
+            core.util = pelt.accrue(core.util, elapsed, level)
+            core._util_t = now
+
+    def _attach(self, thread: Thread, core: Core) -> None:
+        """A thread moves to ``core``: its utilisation leaves its last core for this one."""
+        util = self._util_after(thread, self.env.now - thread._since)
+        last = thread._last_core
+        if last is not None:
+            self._sync_util(last)
+            last.util = max(0.0, last.util - util)
+        self._sync_util(core)
+        core.util += util
+
+    def _account(self, core: Core) -> None:
+        """Busy / idle / offline time of the core up to now, busy time per OPP."""
+        now = self.env.now
+        elapsed = now - core._acct_t
+        if elapsed:
+            if not core.online:
+                core.offline_ns += elapsed
+            elif core.current is not None:
+                core.busy_opp_ns[core._opp_i] += elapsed
+                core._busy_total += elapsed
+            else:
+                core.idle_ns += elapsed
+            core._acct_t = now
+
+    def _account_policy(self, policy: FreqPolicy) -> None:
+        """The cluster's active time (any core busy) per OPP, up to now."""
+        now = self.env.now
+        elapsed = now - self._policy_t[policy.name]
+        if elapsed:
+            if policy.n_busy:
+                self._policy_acct[policy.name][policy.opp.index(policy.cur_khz)] += elapsed
+            self._policy_t[policy.name] = now
+
+    def _set_freq(self, policy: FreqPolicy, khz: int) -> None:
+        """The cluster's clock changes: work so far is charged at the old rate, the
+        running threads' completion times move."""
+        self._account_policy(policy)
+        index = policy.opp.index(khz)
+        for core in policy.cores:
+            self._account(core)
+            self._sync_util(core)
+            cur = core.current
+            if cur is not None:
+                self._update_curr(core)
+                self._sync_thread(cur)
+            core.khz = khz
+            core._opp_i = index
+            core.rate = khz * 1e-6 * core.ipc
+            core.cap_cur = core.cap_orig * khz / policy.opp.max_khz
+            if cur is not None:
+                cur._level = core.cap_cur
+                self._arm(core)
+        policy.cur_khz = khz
 
     def _update_curr(self, core: Core) -> None:
         """Charge the running thread for the time since its last update (update_curr)."""
@@ -535,7 +842,12 @@ class Cpu:
         self._seq += 1
         thread._seq = self._seq
         thread._core = core
+        if thread._last_core is not core:
+            self._attach(thread, core)
         thread._last_core = core
+        policy = core.policy
+        if policy is not None and policy.wants_enqueue and state == ThreadState.RUNNABLE:
+            policy.governor.on_enqueue(policy, core)
         if thread.rt_prio:
             core.rt.append(thread)
             self._n_rt_queued += 1
@@ -614,12 +926,10 @@ class Cpu:
         if last is not None and last.cid not in allowed:
             last = None
         if self._n_idle:
-            if self._hetero and last is not None and last.cid not in self._fast:
-                util = self._util_after(thread, self.env.now - thread._since)
-                if util > UPMIGRATE_UTIL:  # misfit: it no longer fits a slower core
-                    for cid in allowed:
-                        if cid in self._fast and cores[cid].current is None:
-                            return cores[cid]
+            if self._hetero:
+                chosen = self._select_capacity(thread, last)
+                if chosen is not None:
+                    return chosen
             if last is not None and last.current is None:
                 return last
             fallback: Core | None = None
@@ -642,6 +952,39 @@ class Cpu:
             if load < best_load:
                 best, best_load = core, load
         return best
+
+    def _select_capacity(self, thread: Thread, last: Core | None) -> Core | None:
+        """Capacity-aware wake-up on big.LITTLE (EAS find_best_target / HMP): a boosted
+        thread (top-app schedtune/uclamp) takes the idle core of the highest capacity;
+        a thread that does not fit its last core (utilisation above 80% of its
+        capacity: the misfit margin) takes an idle core of the fastest cluster; a
+        thread that fits a slower cluster leaves an idle big core for an idle
+        LITTLE one (down-migration). None: keep the default idle-sibling choice."""
+        cores = self.cores
+        if thread.boost:
+            best: Core | None = None
+            for cid in thread.allowed:
+                core = cores[cid]
+                if core.current is None and (best is None or core.cap_orig > best.cap_orig):
+                    best = core
+            return best
+        if last is None:
+            return None
+        util = self._util_after(thread, self.env.now - thread._since)
+        if last.cid not in self._fast:
+            if util > UPMIGRATE_UTIL * last.cap_orig:
+                for cid in thread.allowed:
+                    if cid in self._fast and cores[cid].current is None:
+                        return cores[cid]
+            return None
+        fits: Core | None = None
+        for cid in thread.allowed:
+            core = cores[cid]
+            if (core.current is None and core.cap_orig < last.cap_orig
+                    and util < UPMIGRATE_UTIL * core.cap_orig
+                    and (fits is None or core.cap_orig < fits.cap_orig)):  # fmt: skip
+                fits = core
+        return fits
 
     @staticmethod
     def _fair_load(core: Core) -> int:
@@ -710,6 +1053,12 @@ class Cpu:
         self._set_state(prev, state)
 
     def _stop_running(self, core: Core, prev: Thread) -> None:
+        self._account(core)
+        self._sync_util(core)
+        policy = core.policy
+        assert policy is not None
+        self._account_policy(policy)
+        policy.n_busy -= 1
         core.current = None
         self._n_idle += 1
         if core._timer is not None:
@@ -813,12 +1162,23 @@ class Cpu:
 
     def _switch_in(self, core: Core, thread: Thread) -> None:
         now = self.env.now
+        self._account(core)
+        self._sync_util(core)
+        policy = core.policy
+        assert policy is not None
+        self._account_policy(policy)
+        policy.n_busy += 1
+        if policy.n_busy == 1:
+            policy.governor.on_busy(policy)
         core.current = thread
         self._n_idle -= 1
         thread._core = core
+        if thread._last_core is not core:
+            self._attach(thread, core)
         thread._last_core = core
         thread._run_start = now
         thread._update = now
+        thread._level = core.cap_cur
         if thread._preempted_idx >= 0:
             log = self.preemptions
             log.wait_ns[thread._preempted_idx] = now - log.time_ns[thread._preempted_idx]

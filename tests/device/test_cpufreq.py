@@ -1,0 +1,254 @@
+"""The CPU as phones run it: PELT, OPPs, governors, hotplug, capacity-aware placement,
+cgroups and energy (each against a hand-computable case)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mqoe.device.cpu import Fair
+from mqoe.device.cpu.energy import power_table
+from mqoe.device.cpu.governors import Interactive, Schedutil
+from mqoe.device.cpu.knobs import apply_cpu_knobs
+from mqoe.device.cpu.opp import OppTable
+from mqoe.device.cpu.pelt import HALFLIFE_NS, accrue
+from mqoe.device.phone import Phone
+from mqoe.device.profiles import DeviceProfile, load_profile
+from mqoe.device.profiles.schema import ClusterPower
+from mqoe.engine import Event, ms
+from mqoe.workloads.runner import run_scenario
+from tests.conftest import make_profile
+
+OPP = [200_000, 400_000, 600_000, 800_000, 1_000_000]
+
+
+def _profile(clusters: list[tuple[int, float, float]], **cpu: object) -> DeviceProfile:
+    base = make_profile(clusters)
+    return base.model_copy(update={"cpu": base.cpu.model_validate(
+        {**base.cpu.model_dump(), **cpu}, strict=False)})  # fmt: skip
+
+
+def _with_opps(profile: DeviceProfile, opps: list[int]) -> Phone:
+    """A phone whose every cluster has ``opps`` (patched in: test SoCs have no file)."""
+    phone = Phone(profile, 0)
+    for policy in phone.cpu.policies.values():
+        policy.opp = OppTable(tuple(opps))
+        policy.min_khz, policy.max_khz = opps[0], opps[-1]
+        for core in policy.cores:
+            core.busy_opp_ns = [0] * len(opps)
+        phone.cpu._policy_acct[policy.name] = [0] * len(opps)
+        phone.cpu._set_freq(policy, opps[-1])
+        core_scale = [c.cap_orig for c in policy.cores]
+        assert all(c == core_scale[0] for c in core_scale)
+    return phone
+
+
+def _busy_loop(phone: Phone, thread: object, cycles: float, sleep_ns: int) -> None:
+    cpu = phone.cpu
+
+    def proc() -> Generator[Event, None, None]:
+        while thread.alive:  # type: ignore[attr-defined]
+            yield cpu.run(thread, cycles)  # type: ignore[arg-type]
+            if sleep_ns:
+                yield phone.env.timeout(sleep_ns)
+
+    phone.env.process(proc())
+
+
+def test_pelt_halves_in_32_ms_and_saturates_at_the_running_capacity() -> None:
+    assert accrue(800.0, HALFLIFE_NS, 0.0) == pytest.approx(400.0)
+    assert accrue(800.0, 2 * HALFLIFE_NS, 0.0) == pytest.approx(200.0)
+    assert accrue(0.0, 50 * HALFLIFE_NS, 512.0) == pytest.approx(512.0)
+    phone = Phone(make_profile([(1, 1000.0, 1.0)]), 0)
+    t = phone.cpu.thread("t")
+    _busy_loop(phone, t, 1e12, 0)
+    phone.run(ms(400))
+    assert t._util == pytest.approx(1024.0, rel=1e-3)  # ran the whole time at full capacity
+    phone.cpu.exit(t)
+    phone.run(ms(32))
+    core = phone.cpu.cores[0]
+    assert phone.cpu.core_util(core) == pytest.approx(0.0, abs=1e-6)  # left with the thread
+
+
+def test_utilisation_is_frequency_invariant() -> None:
+    # Half the clock, always busy: PELT reports half the capacity (cap_scale(freq)).
+    phone = _with_opps(make_profile([(1, 1000.0, 1.0)]), OPP)
+    policy = phone.cpu.policies["c0"]
+    phone.cpu._set_freq(policy, 600_000)
+    t = phone.cpu.thread("t")
+    _busy_loop(phone, t, 1e12, 0)
+    phone.run(ms(500))
+    assert phone.cpu.core_util(phone.cpu.cores[0]) == pytest.approx(1024 * 0.6, rel=1e-3)
+
+
+def test_schedutil_follows_utilisation_with_its_rate_limit() -> None:
+    phone = _with_opps(make_profile([(1, 1000.0, 1.0)]), OPP)
+    cpu = phone.cpu
+    policy = cpu.policies["c0"]
+    governor = Schedutil(up_rate_limit_us=0, down_rate_limit_us=50_000)
+    policy.governor = governor
+    governor.start(policy)
+    t = cpu.thread("t")
+    # 4 M cycles then 2 ms of sleep: busy 91% at 200 MHz, 83% at 400, 77% at 600 MHz,
+    # where 1.25 × util / capacity × 1 GHz first resolves to the step itself: it must
+    # climb off the bottom step and settle below the top.
+    _busy_loop(phone, t, 4e6, ms(2))
+    seen: list[int] = []
+    for _ in range(100):
+        phone.run(ms(5))
+        seen.append(policy.cur_khz)
+        cpu.check_invariants()
+    assert set(seen) <= set(OPP)
+    settled = seen[-40:]
+    assert OPP[0] < min(settled) and max(settled) < OPP[-1]
+    expected = policy.opp.at_least(1.25 * OPP[-1] * cpu.core_util(cpu.cores[0]) / 1024)
+    assert abs(OPP.index(policy.cur_khz) - OPP.index(expected)) <= 1
+    # the rate limit: after the load stops, the clock may not drop within 50 ms of the
+    # last change
+    cpu.exit(t)
+    last = policy.last_change_ns
+    phone.run(ms(49))
+    assert policy.last_change_ns == last or policy.last_change_ns - last >= ms(50)
+
+
+def test_interactive_jumps_to_hispeed_and_holds_min_sample_time() -> None:
+    phone = _with_opps(make_profile([(1, 1000.0, 1.0)]), OPP)
+    cpu = phone.cpu
+    policy = cpu.policies["c0"]
+    cpu._set_freq(policy, OPP[0])
+    policy._target = OPP[0]
+    governor = Interactive(hispeed_freq=600_000, go_hispeed_load=90, target_loads="90",
+                           above_hispeed_delay="100000", timer_rate=20_000,
+                           min_sample_time=80_000)  # fmt: skip
+    policy.governor = governor
+    governor.start(policy)
+    t = cpu.thread("t")
+    _busy_loop(phone, t, 1e12, 0)  # 100% load
+    phone.run(ms(21))  # first sample: load ≥ go_hispeed_load → hispeed, not the top
+    assert policy.cur_khz == 600_000
+    phone.run(ms(60))  # above hispeed only after above_hispeed_delay (100 ms)
+    assert policy.cur_khz == 600_000
+    phone.run(ms(60))  # the sample at 120 ms: 100 ms after the jump, choose_freq's step
+    assert policy.cur_khz == 800_000  # the lowest step where 100% × 600 MHz ≤ 90%
+    raised = policy.last_change_ns
+    assert raised == ms(120)
+    cpu.exit(t)  # load drops to 0: the clock holds min_sample_time since the raise
+    phone.run(raised + ms(79) - phone.env.now)
+    assert policy.cur_khz == 800_000
+    phone.run(ms(40))
+    assert policy.cur_khz < 800_000
+
+
+def test_mtk_hps_onlines_a_core_when_load_crosses_its_threshold_not_before_its_delay() -> None:
+    tunables = {"up_threshold": 80, "up_times": 3, "down_threshold": 30, "down_times": 2,
+                "interval_ms": 50, "min_cpus": 1}  # fmt: skip
+    hotplug = {"name": "mtk_hps", "c0": tunables}
+    phone = Phone(_profile([(4, 1000.0, 1.0)], hotplug=hotplug), 0)
+    cpu = phone.cpu
+    # idle: one core off per down_times samples (the history restarts after a change)
+    phone.run(ms(120))
+    assert [c.online for c in cpu.cores] == [True, True, True, False]
+    phone.run(ms(200))
+    assert [c.online for c in cpu.cores] == [True, False, False, False]
+    hog = cpu.thread("hog")
+    _busy_loop(phone, hog, 1e12, 0)  # 100% of the one online core > 80 × 1
+    t0 = phone.env.now
+    online_at: list[int] = []
+    for _ in range(40):
+        phone.run(ms(5))
+        cpu.check_invariants()
+        if cpu.cores[1].online and not online_at:
+            online_at.append(phone.env.now - t0)
+    assert online_at, "a second core came online"
+    # three samples above the threshold (the first after ≤ 50 ms, then every 50 ms)
+    assert ms(100) < online_at[0] <= ms(150) + ms(5)
+
+
+def test_a_boosted_top_app_thread_wakes_on_an_idle_big_core_and_background_stays_put() -> None:
+    boost = {"kind": "schedtune", "top_app": 10, "prefer_idle": True}
+    cpusets = {"top-app": "0-3", "background": "0"}
+    phone = Phone(_profile([(2, 1000.0, 1.0), (2, 2000.0, 1.0)], boost=boost,
+                           cpusets=cpusets), 0)  # fmt: skip
+    cpu = phone.cpu
+    ui = cpu.thread("ui")
+    cpu.set_group(ui, "top-app")
+    bg = cpu.thread("bg", Fair(10))
+    cpu.set_group(bg, "background")
+    seen_ui: list[int] = []
+    seen_bg: list[int] = []
+
+    def wake(thread: object, log: list[int]) -> Generator[Event, None, None]:
+        while True:
+            done = cpu.run(thread, 1e5)  # type: ignore[arg-type]
+            core = thread._core  # type: ignore[attr-defined]
+            log.append(core.cid if core is not None else -1)
+            yield done
+            yield phone.env.timeout(ms(3))
+            if not thread.alive:  # type: ignore[attr-defined]
+                return
+
+    phone.env.process(wake(ui, seen_ui))
+    phone.env.process(wake(bg, seen_bg))
+    for _ in range(50):
+        phone.run(ms(2))
+        cpu.check_invariants()
+    assert seen_ui and set(seen_ui) <= {2, 3}  # a light thread, but boosted: big
+    assert set(seen_bg) == {0}  # never leaves its cpuset
+
+
+def test_energy_is_power_times_time_on_a_hand_computable_run() -> None:
+    phone = _with_opps(make_profile([(2, 1000.0, 1.0)]), [500_000, 1_000_000])
+    cpu = phone.cpu
+    cp = ClusterPower(speeds_khz=(500_000, 1_000_000), core_ma=(10.0, 30.0), cluster_ma=5.0)
+    cpu.power["c0"] = power_table(cpu.policies["c0"].opp, None, cp, 4.0)
+    a = cpu.thread("a", cpus=[0])
+    b = cpu.thread("b", cpus=[1])
+    cpu.run(a, 1_000_000 * 1e3 * 1.0)  # 1 s at 1 GHz on core 0
+    cpu.run(b, 1_000_000 * 1e3 * 0.5)  # 0.5 s on core 1
+    phone.run(ms(2000))
+    row = cpu.energy_table()[0]
+    # cores: 1.5 busy core-s × 120 mW; cluster: 1 s active × 20 mW; idle draws 0 here
+    assert row["busy_s"] == pytest.approx(1.5, rel=1e-6)
+    assert row["energy_j"] == pytest.approx(1.5 * 0.120 + 1.0 * 0.020, rel=1e-6)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), governor=st.sampled_from(
+    ["performance", "powersave", "schedutil", "interactive", "ondemand"]))  # fmt: skip
+def test_clocks_take_only_opp_values_and_a_core_runs_one_thread(seed: int, governor: str) -> None:
+    profile = load_profile("nokia-1")
+    profile, _, _ = apply_cpu_knobs(profile, {"governor": governor})
+    phone = Phone(profile, seed)
+    cpu = phone.cpu
+    rng = phone.env.rng("test")
+    threads = [cpu.thread(f"t{k}", Fair(int(rng.integers(-5, 6)))) for k in range(6)]
+    for t in threads:
+        _busy_loop(phone, t, float(rng.integers(1, 20)) * 1e6, ms(int(rng.integers(1, 30))))
+    for _ in range(60):
+        phone.env.run(phone.env.now + ms(int(rng.integers(1, 20))))
+        cpu.check_invariants()  # one thread per core, clocks on OPPs, no idle core while one waits
+
+
+def _frame_run(overrides: dict[str, str]) -> dict[str, float]:
+    record = run_scenario("frame-deadlines", load_profile("nokia-1"), 3, overrides)
+    return record.metrics
+
+
+def test_a_run_is_deterministic_per_seed_under_every_governor() -> None:
+    for governor in ("interactive", "schedutil"):
+        a = _frame_run({"governor": governor})
+        b = _frame_run({"governor": governor})
+        assert a == b
+
+
+def test_performance_governor_changes_a_nokia_1_run() -> None:
+    own = run_scenario("frame-deadlines", load_profile("nokia-1"), 0)
+    perf = run_scenario("frame-deadlines", load_profile("nokia-1"), 0, {"governor": "performance"})
+    assert "governor" not in own.params
+    assert perf.params["governor"] == "performance"
+    assert own.run_id != perf.run_id
+    energy_own, energy_perf = own.metrics["energy_j"], perf.metrics["energy_j"]
+    assert energy_perf > energy_own  # the top clock costs more energy for the same frames
