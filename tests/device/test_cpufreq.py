@@ -252,3 +252,30 @@ def test_performance_governor_changes_a_nokia_1_run() -> None:
     assert own.run_id != perf.run_id
     energy_own, energy_perf = own.metrics["energy_j"], perf.metrics["energy_j"]
     assert energy_perf > energy_own  # the top clock costs more energy for the same frames
+
+
+def test_profiles_show_lists_the_cpu_platform(capsys: pytest.CaptureFixture[str]) -> None:
+    from mqoe.cli.main import main
+
+    assert main(["profiles", "show", "nokia-1"]) == 0
+    text = capsys.readouterr().out
+    assert "name: interactive" in text and "name: mtk_hps" in text
+    assert "opp_khz: [221000, 364000, 494000, 637000, 793000, 858000, 988000, 1092000]" in text
+    assert "power_source: soc energy model" in text
+    assert "github:bq/aquaris-A4.5" in text  # the tables' source
+
+
+def test_every_profile_names_its_cpu_sources() -> None:
+    from mqoe.device.profiles import list_profiles, load_soc
+
+    for profile in list_profiles():
+        cpu = profile.cpu
+        assert cpu.soc is not None, profile.name
+        assert load_soc(cpu.soc.id).sources.get("opp"), profile.name
+        assert profile.sources.get("cpufreq"), profile.name
+        if cpu.hotplug is not None:
+            assert profile.sources.get("hotplug"), profile.name
+        if cpu.cpusets:
+            assert profile.sources.get("cgroups"), profile.name
+        if cpu.power_profile is not None:
+            assert profile.sources.get("power_profile"), profile.name

@@ -179,6 +179,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
         "sched_min_granularity_ns": profile.cpu.sched_min_granularity_ns,
         "sched_wakeup_granularity_ns": profile.cpu.sched_wakeup_granularity_ns,
         "cluster_ipc_factor": {c.name: core_ipc_factor(c) for c in profile.cpu.clusters},
+        "cpu_platform": _cpu_platform(profile),
     }
     if args.json:
         out.print_json(data=data)
@@ -187,12 +188,38 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cpu_platform(profile: Any) -> dict[str, Any]:
+    """Per cluster: the OPPs the phone uses (its SoC table up to its top clock), their
+    voltages, each OPP's power and where that comes from; and the SoC table's sources."""
+    from mqoe.device.cpu import Cpu
+    from mqoe.device.profiles import load_soc
+    from mqoe.engine import Environment
+
+    cpu = Cpu(Environment(0), profile)
+    clusters: dict[str, Any] = {}
+    for name, policy in cpu.policies.items():
+        table = cpu.power[name]
+        clusters[name] = {
+            "opp_khz": list(policy.opp.khz),
+            "opp_uv": list(policy.opp.uv) or "not sourced",
+            "transition_latency_ns": policy.latency_ns,
+            "core_power_mw": [round(p, 2) for p in table.core_busy_mw] if table else "none",
+            "cluster_power_mw": [round(p, 2) for p in table.cluster_busy_mw] if table else "none",
+            "power_source": table.source if table else "no energy model: energy is NaN",
+        }
+    soc = profile.cpu.soc
+    sources = load_soc(soc.id).sources if soc is not None else {"opp": "none: one step"}
+    return {"clusters": clusters, "soc_sources": sources}
+
+
 def _render_mapping(data: Any, indent: int = 0) -> str:
     pad = "  " * indent
     lines = []
     if isinstance(data, dict):
         for key, value in data.items():
-            if isinstance(value, dict | list):
+            if isinstance(value, list) and not any(isinstance(v, dict | list) for v in value):
+                lines.append(f"{pad}{key}: [{', '.join(map(str, value))}]")  # one line
+            elif isinstance(value, dict | list):
                 lines.append(f"{pad}{key}:")
                 lines.append(_render_mapping(value, indent + 1))
             else:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from mqoe.device.cpu.knobs import CPU_KNOBS, check_cpu_knob
 from mqoe.device.phone import Phone
 from mqoe.errors import UserError
 from mqoe.params import check_number, coerce, field_range
@@ -62,9 +63,15 @@ def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario:
     hints = typing.get_type_hints(params_type)
     values: dict[str, Any] = {}
     for key, given in overrides.items():
+        if key in CPU_KNOBS:  # the phone's, not the scenario's (mqoe.device.cpu.knobs)
+            check_cpu_knob(key, given)
+            continue
         if key not in fields:
             known = ", ".join(sorted(fields))
-            raise UserError(f"scenario {scenario!r} has no parameter {key!r}; it has: {known}")
+            raise UserError(
+                f"scenario {scenario!r} has no parameter {key!r}; it has: {known} "
+                f"(and the phone's {', '.join(CPU_KNOBS)})"
+            )
         values[key] = coerce(given, hints[key], f"--set {key}")
         check_number(values[key], None, f"--set {key}", given.strip())
     try:

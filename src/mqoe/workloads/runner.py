@@ -16,10 +16,11 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from mqoe import __version__
-from mqoe.device.cpu.knobs import apply_cpu_knobs
+from mqoe.device.cpu.knobs import CPU_KNOBS, apply_cpu_knobs
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import DeviceProfile
 from mqoe.engine import validate_seed
+from mqoe.errors import UserError
 from mqoe.results import RunRecord
 from mqoe.workloads import get_scenario
 from mqoe.workloads.base import params_dict, parse_params
@@ -108,6 +109,12 @@ def run_population(
 
     population = get_population(name)
     seed = validate_seed(seed)
+    knobs = sorted(set(overrides or {}) & set(CPU_KNOBS))
+    if knobs:
+        raise UserError(
+            f"scenario {name!r} draws its own phones; --set {knobs[0]} applies to phone "
+            "scenarios (set it in the profiles instead)"
+        )
     params = parse_params(population.params_type, overrides or {}, name)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     wall_start = time.perf_counter()

@@ -197,7 +197,9 @@ class Schedutil:
 
     def start(self, policy: FreqPolicy) -> None:
         self._policy = policy
-        default_us = min(policy.latency_ns / 1000 * 1000 / 1000, 10_000) or 1000
+        # cpufreq_policy_transition_delay_us(): LATENCY_MULTIPLIER (1000) × the
+        # driver's latency in µs, at most 10 ms; 1 ms (the multiplier) without one.
+        default_us = min(policy.latency_ns // 1000 * 1000, 10_000) or 1000
         self.up_ns = _us(self._up if self._up >= 0 else default_us, "up_rate_limit_us")
         self.down_ns = _us(self._down if self._down >= 0 else default_us, "down_rate_limit_us")
         policy.wants_enqueue = True
@@ -349,6 +351,7 @@ class Interactive(_Windowed):
         boostpulse_duration: float = 80000,
         io_is_busy: int = 0,
         use_sched_load: int = 0,
+        sampling_down_factor: float = 0,
         use_migration_notif: int = 0,
         max_freq_hysteresis: float = 0,
         align_windows: int = 0,

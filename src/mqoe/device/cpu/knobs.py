@@ -60,6 +60,27 @@ def apply_cpu_knobs(
     return profile, knobs, rest
 
 
+def check_cpu_knob(key: str, value: str) -> None:
+    """A one-line UserError for a bad ``governor=`` / ``hotplug=`` value, before any run
+    (the tunables a profile adds are checked when its phone is built)."""
+    name, _, rest = value.strip().partition(":")
+    name = name.strip()
+    if key == "governor":
+        if name not in GOVERNORS:
+            raise UserError(f"--set governor: unknown governor {name!r}; available: "
+                            f"{', '.join(sorted(GOVERNORS))}")  # fmt: skip
+        from mqoe.device.cpu.governors import make_governor
+
+        make_governor(name, _pairs(rest, "--set governor"), "--set governor")
+    elif key == "hotplug" and name != "off":
+        if name not in HOTPLUGS:
+            raise UserError(f"--set hotplug: unknown hotplug {name!r}; available: off, "
+                            f"{', '.join(sorted(HOTPLUGS))}")  # fmt: skip
+        from mqoe.device.cpu.hotplug import make_hotplug
+
+        make_hotplug(name, _pairs(rest, "--set hotplug"), "--set hotplug")
+
+
 def _pairs(text: str, what: str) -> dict[str, object]:
     out: dict[str, object] = {}
     for item in text.split(",") if text.strip() else ():

@@ -11,7 +11,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from mqoe.device.profiles.schema import ClusterSpec, CoreType, DeviceProfile, SocSpec
+from mqoe.device.profiles.schema import (
+    PER_CLUSTER_TABLES,
+    ClusterSpec,
+    CoreType,
+    DeviceProfile,
+    SocSpec,
+)
 from mqoe.errors import InputFileError, UserError
 
 M = TypeVar("M", bound=BaseModel)
@@ -125,6 +131,16 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
+def _toml_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """A validation error's location as TOML keys: without the per-cluster tables'
+    ``clusters`` level (``[cpu.governor.little]`` is ``governor.clusters.little``)."""
+    out: list[int | str] = []
+    for part in loc:
+        if not (part == "clusters" and out and out[-1] in PER_CLUSTER_TABLES):
+            out.append(part)
+    return tuple(out)
+
+
 def _validate(model: type[M], data: dict[str, Any], path: Path) -> M:
     try:
         return model.model_validate(data)
@@ -132,7 +148,7 @@ def _validate(model: type[M], data: dict[str, Any], path: Path) -> M:
         # A misspelt key shows up twice (extra + missing): name the misspelling first.
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         first = errors[0]
-        loc = tuple(first["loc"])
+        loc = _toml_loc(tuple(first["loc"]))
         got = first.get("input")
         got_text = "" if isinstance(got, dict) else f", got {got!r}"
         what = f"key {_format_loc(loc)}: {first['msg']}{got_text}"
