@@ -63,6 +63,7 @@ def test_pelt_halves_in_32_ms_and_saturates_at_the_running_capacity() -> None:
     assert accrue(800.0, 2 * HALFLIFE_NS, 0.0) == pytest.approx(200.0)
     assert accrue(0.0, 50 * HALFLIFE_NS, 512.0) == pytest.approx(512.0)
     phone = Phone(make_profile([(1, 1000.0, 1.0)]), 0)
+    phone.cpu.track_util = True  # kept only where read: on by default on big.LITTLE
     t = phone.cpu.thread("t")
     _busy_loop(phone, t, 1e12, 0)
     phone.run(ms(400))
@@ -78,6 +79,7 @@ def test_utilisation_is_frequency_invariant() -> None:
     phone = _with_opps(make_profile([(1, 1000.0, 1.0)]), OPP)
     policy = phone.cpu.policies["c0"]
     phone.cpu._set_freq(policy, 600_000)
+    phone.cpu.track_util = True
     t = phone.cpu.thread("t")
     _busy_loop(phone, t, 1e12, 0)
     phone.run(ms(500))

@@ -203,6 +203,7 @@ class Schedutil:
         self.up_ns = _us(self._up if self._up >= 0 else default_us, "up_rate_limit_us")
         self.down_ns = _us(self._down if self._down >= 0 else default_us, "down_rate_limit_us")
         policy.wants_enqueue = True
+        policy.cpu.track_util = True  # schedutil reads PELT
         self.tick_ns = 1_000_000_000 // policy.cpu.hz
         self._update(policy)
 

@@ -398,6 +398,10 @@ class Cpu:
             group: parse_cpuset(text, len(self.cores)) for group, text in spec.cpusets.items()
         }
         self.hotplugs: list[Hotplug] = []
+        # PELT is kept where something reads it: capacity-aware placement (big.LITTLE)
+        # and utilisation-driven governors; elsewhere it would only cost time. Set it
+        # before the first thread runs to read utilisation on any phone.
+        self.track_util = self._hetero  # a utilisation-driven governor turns it on
         self._start_policies(profile)
 
     def _start_policies(self, profile: DeviceProfile) -> None:
@@ -531,6 +535,9 @@ class Cpu:
         """The CPU's PELT utilisation now (capacity units), optionally boosted as
         schedutil sees it: schedtune adds ``boost`` % of the headroom
         (``boosted_cpu_util``), uclamp raises it to ``boost`` % of the scale."""
+        if not self.track_util:
+            raise RuntimeError("utilisation is not tracked on this phone: set "
+                               "cpu.track_util = True before its threads run")  # fmt: skip
         self._sync_util(core)
         util = core.util
         if boosted and self.boost is not None:
@@ -711,7 +718,7 @@ class Cpu:
         if thread.state != ThreadState.DEAD:
             elapsed = now - thread._since
             thread.state_ns[thread.state] += elapsed
-            if elapsed:
+            if elapsed and self.track_util:
                 thread._util = self._util_after(thread, elapsed)
         thread.state = state
         thread._since = now
@@ -842,7 +849,7 @@ class Cpu:
         self._seq += 1
         thread._seq = self._seq
         thread._core = core
-        if thread._last_core is not core:
+        if thread._last_core is not core and self.track_util:
             self._attach(thread, core)
         thread._last_core = core
         policy = core.policy
@@ -1054,10 +1061,12 @@ class Cpu:
 
     def _stop_running(self, core: Core, prev: Thread) -> None:
         self._account(core)
-        self._sync_util(core)
+        if self.track_util:
+            self._sync_util(core)
         policy = core.policy
         assert policy is not None
-        self._account_policy(policy)
+        if policy.n_busy == 1:  # the cluster's last busy core: its active time ends
+            self._account_policy(policy)
         policy.n_busy -= 1
         core.current = None
         self._n_idle += 1
@@ -1163,17 +1172,20 @@ class Cpu:
     def _switch_in(self, core: Core, thread: Thread) -> None:
         now = self.env.now
         self._account(core)
-        self._sync_util(core)
+        if self.track_util:
+            self._sync_util(core)
         policy = core.policy
         assert policy is not None
-        self._account_policy(policy)
-        policy.n_busy += 1
-        if policy.n_busy == 1:
+        if not policy.n_busy:  # the cluster's first busy core: its active time starts
+            self._account_policy(policy)
+            policy.n_busy = 1
             policy.governor.on_busy(policy)
+        else:
+            policy.n_busy += 1
         core.current = thread
         self._n_idle -= 1
         thread._core = core
-        if thread._last_core is not core:
+        if thread._last_core is not core and self.track_util:
             self._attach(thread, core)
         thread._last_core = core
         thread._run_start = now
