@@ -638,7 +638,8 @@ class UiApp:
     # -- results ------------------------------------------------------------------------
     def frames(self) -> pd.DataFrame:
         """One row per frame queued (columns :data:`FRAME_COLUMNS` plus ``duration_ns``,
-        ``little_busy_share``, ``little_saturated``, ``ready_buffer``, ``ruir``)."""
+        ``little_busy_share``, ``little_saturated``, ``big_idle_little_saturated``,
+        ``ready_buffer``, ``ruir``)."""
         table = pd.DataFrame(self._records, columns=list(FRAME_COLUMNS))
         for column in FRAME_COLUMNS[3:]:
             table[column] = table[column].astype(np.int64 if column.endswith("_ns") else float)
@@ -649,6 +650,8 @@ class UiApp:
         share = self.display.little_saturated_share(start, end)
         table["little_busy_share"] = share
         table["little_saturated"] = share >= SATURATED_FRAME_FRACTION
+        idle_big = self.display.little_saturated_share(start, end, big_idle=True)
+        table["big_idle_little_saturated"] = idle_big >= SATURATED_FRAME_FRACTION
         # The V-Sync a frame missed is the one after its intended V-Sync; the slow frame
         # was hidden if a buffer the app had queued before the frame began was still
         # there for SurfaceFlinger to show at that V-Sync (a frame in reserve).

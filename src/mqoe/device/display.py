@@ -226,7 +226,8 @@ class Display:
         self._wake: Event | None = None
         self._last_vsync = -1
         self._records: list[tuple[int, int, int, bool, int, int]] = []
-        # LITTLE saturation samples (1 = every LITTLE core busy), one per sample_ns.
+        # Samples, one per sample_ns: bit 0 = every LITTLE core busy, bit 1 = at the same
+        # time an online core outside the LITTLE cluster idle (spec 04's big.LITTLE case).
         self.sample_ns = max(1, self.period_ns // config.samples_per_vsync)
         self._samples = bytearray()
         env.schedule(0, self._sample)
@@ -249,11 +250,13 @@ class Display:
         return sum(1 for cid in self.little if cores[cid].current is not None)
 
     def little_saturated_share(
-        self, start_ns: npt.ArrayLike, end_ns: npt.ArrayLike
+        self, start_ns: npt.ArrayLike, end_ns: npt.ArrayLike, *, big_idle: bool = False
     ) -> npt.NDArray[np.float64]:
         """Per window ``[start, end]``, the share of samples in it at which every LITTLE
-        core was busy; a window shorter than one sample uses the sample before it."""
-        samples = np.frombuffer(bytes(self._samples), dtype=np.uint8).astype(np.int64)
+        core was busy (``big_idle``: and another core idle); a window shorter than one
+        sample uses the sample before it."""
+        raw = np.frombuffer(bytes(self._samples), dtype=np.uint8).astype(np.int64)
+        samples = (raw == 3).astype(np.int64) if big_idle else raw & 1
         start = np.asarray(start_ns, dtype=np.int64)
         end = np.asarray(end_ns, dtype=np.int64)
         if not len(samples):
@@ -316,5 +319,8 @@ class Display:
     def _sample(self, _: object) -> None:
         cores = self.cpu.cores
         busy = all(cores[cid].current is not None for cid in self.little)
-        self._samples.append(1 if busy else 0)
+        idle_big = busy and any(
+            c.online and c.current is None for c in cores if c.cid not in self.little
+        )
+        self._samples.append(3 if idle_big else 1 if busy else 0)
         self.env.schedule(self.sample_ns, self._sample)

@@ -150,7 +150,8 @@ def ui_table(results: Results) -> pd.DataFrame:
     rows = [
         {"figure": c.figure, "model": c.model, "app": c.app, **dict(c.overrides),
          **{k: _number(r.metrics.get(k)) for k in ("srff_pct", "sr_pct", "ff_pct",
-                                                   "severe_sr", "frames")}}
+                                                   "severe_sr", "frames",
+                                                   "big_idle_little_saturated_share")}}
         for c, r in results.ui
     ]  # fmt: skip
     return pd.DataFrame(rows)
@@ -199,6 +200,13 @@ def metric_rows(results: Results) -> list[MetricRow]:
         model, setting = key  # type: ignore[misc]
         rows.append(MetricRow("sf-cpuset", str(model), {"sf_cpuset": str(setting)},
                               "srff_pct", float(value), "%"))  # fmt: skip
+    # Per model, with SurfaceFlinger on LITTLE only: the share of slow frames during
+    # which every LITTLE core was busy while a big core idled (the case the fix targets).
+    shares = low.groupby("model", sort=False)["big_idle_little_saturated_share"].mean()
+    for name, value in shares.items():
+        rows.append(MetricRow("sf-cpuset", str(name), {"sf_cpuset": "little"},
+                              "slow_big_idle_little_saturated_pct", 100.0 * float(value),
+                              "%"))  # fmt: skip
     for wam, record in results.fleet.items():
         m = record.metrics
         for metric, unit in (

@@ -25,6 +25,9 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import numpy as np
+import numpy.typing as npt
+
 from mqoe.apps.system import boot_system
 from mqoe.apps.ui import BinderService, UiApp, ui_app
 from mqoe.device.cpu import Fair, Thread
@@ -32,7 +35,7 @@ from mqoe.device.display import SF_CPUSETS, Display, DisplayConfig, SfCpuset, li
 from mqoe.device.phone import Phone
 from mqoe.engine import Event, seconds
 from mqoe.metrics.frame_causes import attribute_causes, cause_shares, clustering, severe_slow
-from mqoe.metrics.jank import jank_counts
+from mqoe.metrics.jank import jank_counts, slow_mask
 from mqoe.workloads.base import ScenarioOutput, Session
 
 
@@ -76,6 +79,12 @@ class UiBenchParams:
             raise ValueError(f"buffers must be in 1..8, got {self.buffers}")
         if self.sf_cpuset not in SF_CPUSETS:
             raise ValueError(f"sf_cpuset must be one of {', '.join(SF_CPUSETS)}")
+
+
+def _share(flag: npt.NDArray[np.bool_], among: npt.NDArray[np.bool_]) -> float:
+    """The share of ``among`` frames with ``flag`` (NaN when there are none)."""
+    n = int(among.sum())
+    return float((flag & among).sum() / n) if n else float("nan")
 
 
 def _sync(
@@ -138,6 +147,12 @@ class UiBench:
                 "sr_pct": aware["sr_pct"],
                 "ff_pct": aware["ff_pct"],
                 "srff_pct": aware["sr_pct"] + aware["ff_pct"],
+                # slow frames (buffer-aware) while every LITTLE core was busy and a big
+                # core idle: what letting SurfaceFlinger onto big cores can fix
+                "big_idle_little_saturated_share": _share(
+                    frames["big_idle_little_saturated"].to_numpy(bool),
+                    slow_mask(durations) & ~frames["ready_buffer"].to_numpy(bool),
+                ),
                 "severe_sr": severe_slow(frames),
                 "naive_severe_sr": severe_slow(frames, buffer_aware=False),
                 "hidden_slow_frames": (naive["sr"] + naive["ff"]) - (aware["sr"] + aware["ff"]),
