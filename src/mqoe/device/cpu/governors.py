@@ -43,6 +43,7 @@ from mqoe.errors import UserError
 from mqoe.params import make_component
 
 if TYPE_CHECKING:
+    from mqoe.device.cpu.hotplug import Hotplug
     from mqoe.device.cpu.sched import Core, Cpu
 
 
@@ -61,6 +62,7 @@ class FreqPolicy:
         self.max_khz = opp.max_khz
         self.latency_ns = latency_ns
         self.governor: Governor = Performance()
+        self.hotplug: Hotplug | None = None  # the hotplug policy sampling these cores
         self.n_busy = 0  # cores of the cluster running a thread
         self.last_change_ns = 0
         self.changes = 0

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from mqoe.engine import Timer
 from mqoe.errors import UserError
 
 if TYPE_CHECKING:
@@ -31,9 +32,15 @@ if TYPE_CHECKING:
 
 
 class Hotplug(Protocol):
+    """``start`` once; ``on_busy`` when a core of its idle cores starts running (the
+    sampling timer stops once the cores idle at their minimum count, as a deferrable
+    timer would: a phone idle for a day costs no events)."""
+
     name: ClassVar[str]
 
     def start(self, cpu: Cpu, cores: list[Core]) -> None: ...
+
+    def on_busy(self) -> None: ...
 
 
 def _per_cpu(value: object, n: int, what: str) -> list[float]:
@@ -53,11 +60,35 @@ def _per_cpu(value: object, n: int, what: str) -> list[float]:
 class _Sampler:
     """Each core's busy share over the last interval."""
 
+    interval_ns: int = 20_000_000
+    min_cpus: int = 1
+
     def __init__(self) -> None:
         self.cpu: Cpu | None = None
         self.cores: list[Core] = []
         self._busy: dict[int, int] = {}
         self._t = 0
+        self._timer: Timer | None = None
+
+    def _arm(self) -> None:
+        assert self.cpu is not None
+        self._timer = self.cpu.env.schedule(self.interval_ns, self._tick)
+
+    def _rearm(self, load: float) -> None:
+        """Sample on, unless the cores idled through the sample at their minimum."""
+        idle = load == 0 and all(c.current is None for c in self.cores)
+        if idle and sum(c.online for c in self.cores) <= max(self.min_cpus, 1):
+            self._timer = None
+        else:
+            self._arm()
+
+    def on_busy(self) -> None:
+        if self._timer is None and self.cpu is not None and getattr(self, "enabled", True):
+            self._open()
+            self._arm()
+
+    def _tick(self, _: object) -> None:
+        raise NotImplementedError
 
     def _open(self) -> None:
         assert self.cpu is not None
@@ -117,7 +148,7 @@ class MtkHps(_Sampler):
         if not 1 <= self.min_cpus <= self.max_cpus <= len(cores):
             raise ValueError(f"min_cpus/max_cpus must satisfy 1 ≤ min ≤ max ≤ {len(cores)}")
         self._open()
-        cpu.env.schedule(self.interval_ns, self._tick)
+        self._arm()
 
     def _tick(self, _: object) -> None:
         cpu = self.cpu
@@ -147,7 +178,7 @@ class MtkHps(_Sampler):
         if target != n:
             self._history.clear()
             cpu.set_online_count(self.cores, target)
-        cpu.env.schedule(self.interval_ns, self._tick)
+        self._rearm(load)
 
 
 class CoreCtl(_Sampler):
@@ -188,9 +219,10 @@ class CoreCtl(_Sampler):
         self.up = _per_cpu(self._up_raw, len(cores), "busy_up_thres")
         self.down = _per_cpu(self._down_raw, len(cores), "busy_down_thres")
         self._is_busy = {core.cid: False for core in cores}
+        self.interval_ns = self.window_ns
         if self.enabled:
             self._open()
-            cpu.env.schedule(self.window_ns, self._tick)
+            self._arm()
 
     def _tick(self, _: object) -> None:
         cpu = self.cpu
@@ -220,7 +252,7 @@ class CoreCtl(_Sampler):
                 self._need_less_since = now
         else:
             self._need_less_since = None
-        cpu.env.schedule(self.window_ns, self._tick)
+        self._rearm(sum(loads.values()))
 
 
 HOTPLUGS: dict[str, type[Any]] = {"mtk_hps": MtkHps, "core_ctl": CoreCtl}

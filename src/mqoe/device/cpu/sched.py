@@ -418,6 +418,7 @@ class Cpu:
                 where = f"profile {profile.name!r} [cpu.hotplug.{name}]"
                 hotplug = make_hotplug(spec.hotplug.name, tunables, where)
                 hotplug.start(self, [self.cores[c] for c in self.clusters[name]])
+                self.policies[name].hotplug = hotplug
                 self.hotplugs.append(hotplug)
 
     def energy_table(self) -> list[dict[str, Any]]:
@@ -1180,6 +1181,8 @@ class Cpu:
             self._account_policy(policy)
             policy.n_busy = 1
             policy.governor.on_busy(policy)
+            if policy.hotplug is not None:
+                policy.hotplug.on_busy()
         else:
             policy.n_busy += 1
         core.current = thread
