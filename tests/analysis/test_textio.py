@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mqoe.analysis.textio import (
@@ -27,6 +27,9 @@ _CODEC = st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-b
 
 
 @given(st.lists(_LINE, min_size=1, max_size=30), _END, _CODEC, st.integers(1, 64))
+# a short BOM-less UTF-16LE text whose supplementary character (D800 DC00) puts NULs in
+# the low bytes too: it once read as UTF-8
+@example(["", "0000", "\U00010000"], "\r\n", "utf-16-le", 1)
 def test_any_encoding_and_line_end_gives_back_the_lines(
     lines: list[str], end: str, codec: str, chunk: int
 ) -> None:

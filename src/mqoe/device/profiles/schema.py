@@ -100,29 +100,28 @@ def _per_cluster(data: object) -> object:
     return data
 
 
-class GovernorSpec(_Model):
+class _PerClusterTables(_Model):
+    """``[x]`` with scalar keys plus one ``[x.<cluster>]`` table per cluster."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: object) -> object:
+        return _per_cluster(data)
+
+
+class GovernorSpec(_PerClusterTables):
     """The cpufreq governor (``scaling_governor``) and each cluster's tunables, with the
     kernel's sysfs names and units, as the phone's init scripts write them."""
 
     name: str = Field(default="performance", min_length=1)
     clusters: dict[str, Tunables] = Field(default_factory=dict, strict=False)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _gather(cls, data: object) -> object:
-        return _per_cluster(data)
 
-
-class HotplugSpec(_Model):
+class HotplugSpec(_PerClusterTables):
     """Cores on-/off-lined by load (MediaTek ``hps``, Qualcomm ``core_ctl``), per cluster."""
 
     name: str = Field(min_length=1)
     clusters: dict[str, Tunables] = Field(default_factory=dict, strict=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _gather(cls, data: object) -> object:
-        return _per_cluster(data)
 
 
 class BoostSpec(_Model):
@@ -158,7 +157,7 @@ class ClusterPower(_Model):
         return self
 
 
-class PowerProfileSpec(_Model):
+class PowerProfileSpec(_PerClusterTables):
     """Android's per-device ``power_profile.xml`` CPU rows (BatteryStats' currents)."""
 
     suspend_ma: float | None = Field(default=None, ge=0, le=10_000)
@@ -167,11 +166,6 @@ class PowerProfileSpec(_Model):
     # Currents become power at the battery's nominal voltage (Li-ion cells: 3.7–3.85 V).
     battery_voltage_v: float = Field(default=3.8, gt=0, le=10)
     clusters: dict[str, ClusterPower] = Field(default_factory=dict, strict=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _gather(cls, data: object) -> object:
-        return _per_cluster(data)
 
 
 class SocRef(_Model):
