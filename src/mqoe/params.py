@@ -76,27 +76,47 @@ def make_component(spec: str, registry: Mapping[str, type[T]], what: str) -> T:
     unknown or repeated keys, and bad values."""
     name, sep, arguments = spec.strip().partition(":")
     name = name.strip()
-    component = registry.get(name)
-    if component is None:
-        available = ", ".join(sorted(registry))
-        raise UserError(f"unknown {what} {name!r}; available: {available}")
-    parameters = constructor_parameters(component)
+    parameters = constructor_parameters(_lookup(registry, name, what))
     kwargs: dict[str, Any] = {}
     for item in arguments.split(",") if sep else ():
         key, eq, text = item.partition("=")
         key = key.strip()
         if not eq or not key:
             raise UserError(f"{what} {spec.strip()!r}: expected key=value, got {item!r}")
-        if key not in parameters:
-            known = ", ".join(sorted(parameters)) or "none"
-            raise UserError(f"{what} {name!r} has no parameter {key!r}; it has: {known}")
         if key in kwargs:
             raise UserError(f"{what} {name!r}: parameter {key!r} given twice")
+        _check_key(parameters, key, name, what)
         kwargs[key] = coerce(text, parameters[key], f"{name}:{key}")
+    return build_component(name, registry, kwargs, what)
+
+
+def build_component(
+    name: str, registry: Mapping[str, type[T]], kwargs: Mapping[str, Any], what: str
+) -> T:
+    """``registry[name](**kwargs)`` for values already typed (a profile's TOML), with the
+    same one-line ``UserError``s as :func:`make_component`."""
+    component = _lookup(registry, name, what)
+    parameters = constructor_parameters(component)
+    for key in kwargs:
+        _check_key(parameters, key, name, what)
     try:
         return component(**kwargs)
     except (ValueError, TypeError) as exc:
         raise UserError(f"{what} {name!r}: {exc}") from None
+
+
+def _lookup(registry: Mapping[str, type[T]], name: str, what: str) -> type[T]:
+    component = registry.get(name)
+    if component is None:
+        available = ", ".join(sorted(registry))
+        raise UserError(f"unknown {what} {name!r}; available: {available}")
+    return component
+
+
+def _check_key(parameters: Mapping[str, Any], key: str, name: str, what: str) -> None:
+    if key not in parameters:
+        known = ", ".join(sorted(parameters)) or "none"
+        raise UserError(f"{what} {name!r} has no parameter {key!r}; it has: {known}")
 
 
 # -- ranges ---------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def _with_opps(profile: DeviceProfile, opps: list[int]) -> Phone:
         policy.min_khz, policy.max_khz = opps[0], opps[-1]
         for core in policy.cores:
             core.busy_opp_ns = [0] * len(opps)
-        phone.cpu._policy_acct[policy.name] = [0] * len(opps)
+        policy.active_opp_ns = [0] * len(opps)
         phone.cpu._set_freq(policy, opps[-1])
         core_scale = [c.cap_orig for c in policy.cores]
         assert all(c == core_scale[0] for c in core_scale)

@@ -32,15 +32,13 @@ cluster idles through a window at its bottom step and restart on the next wake-u
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from mqoe.device.cpu.opp import OppTable
 from mqoe.engine import Timer
 from mqoe.errors import UserError
-from mqoe.params import make_component
+from mqoe.params import build_component
 
 if TYPE_CHECKING:
     from mqoe.device.cpu.hotplug import Hotplug
@@ -64,6 +62,8 @@ class FreqPolicy:
         self.governor: Governor = Performance()
         self.hotplug: Hotplug | None = None  # the hotplug policy sampling these cores
         self.n_busy = 0  # cores of the cluster running a thread
+        self.active_opp_ns = [0] * len(opp.khz)  # time with any core busy, per OPP
+        self.acct_t = 0  # active time accounted up to here
         self.last_change_ns = 0
         self.changes = 0
         self._target = self.cur_khz
@@ -76,9 +76,6 @@ class FreqPolicy:
 
     def schedule(self, delay_ns: int, callback: Callable[[Any], None]) -> Timer:
         return self.cpu.env.schedule(max(1, delay_ns), callback)
-
-    def online(self) -> list[Core]:
-        return [core for core in self.cores if core.online]
 
     def util(self, core: Core) -> float:
         """The CPU's PELT utilisation now (capacity units), boosted by its threads'
@@ -287,6 +284,11 @@ class _Windowed:
         self._busy: dict[int, int] = {}
         self._window_start = 0
 
+    def start(self, policy: FreqPolicy) -> None:
+        self._policy = policy
+        self._open_window(policy)
+        self._arm(policy, self.period_ns)
+
     def _arm(self, policy: FreqPolicy, period_ns: int) -> None:
         self._timer = policy.schedule(period_ns, self._on_timer)
 
@@ -378,12 +380,10 @@ class Interactive(_Windowed):
         self._hispeed_validate = 0
 
     def start(self, policy: FreqPolicy) -> None:
-        self._policy = policy
         if not self.hispeed_freq:
             self.hispeed_freq = policy.max_khz
         self._floor_khz = policy.cur_khz
-        self._open_window(policy)
-        self._arm(policy, self.period_ns)
+        super().start(policy)
 
     def choose_freq(self, policy: FreqPolicy, loadadjfreq: float) -> int:
         """The kernel's choose_freq: the lowest step whose target load the load at that
@@ -470,11 +470,6 @@ class Ondemand(_Windowed):
             raise ValueError(f"sampling_down_factor must be ≥ 1, got {sampling_down_factor}")
         self.down_factor = int(sampling_down_factor)
 
-    def start(self, policy: FreqPolicy) -> None:
-        self._policy = policy
-        self._open_window(policy)
-        self._arm(policy, self.period_ns)
-
     def _next_period(self, policy: FreqPolicy) -> int:
         at_max = policy.target_khz == policy.max_khz
         return self.period_ns * (self.down_factor if at_max else 1)
@@ -496,77 +491,10 @@ GOVERNORS: dict[str, type[Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class GovernorChoice:
-    """A governor by name with each cluster's tunables (sysfs names, as strings or
-    numbers); built per cluster by :func:`make_governor`."""
-
-    name: str
-    tunables: Mapping[str, Mapping[str, object]]
-
-
 def make_governor(name: str, tunables: Mapping[str, object], where: str) -> Governor:
-    """``registry[name](**tunables)`` with one-line errors naming ``where``."""
-    spec = name + (":" + ",".join(f"{k}={v}" for k, v in tunables.items()) if tunables else "")
-    if any("," in str(v) for v in tunables.values()):  # not expressible as key=value,…
-        cls = GOVERNORS.get(name)
-        if cls is None:
-            raise UserError(f"{where}: unknown governor {name!r}; available: {sorted(GOVERNORS)}")
-        try:
-            governor: Governor = cls(**tunables)
-        except (TypeError, ValueError) as exc:
-            raise UserError(f"{where}: governor {name!r}: {exc}") from None
-        return governor
+    """``GOVERNORS[name](**tunables)`` with one-line errors naming ``where``."""
     try:
-        built: Governor = make_component(spec, GOVERNORS, "governor")
+        governor: Governor = build_component(name, GOVERNORS, tunables, "governor")
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None
-    return built
-
-
-def merged_tunables(
-    profile_name: str,
-    profile_tunables: Mapping[str, Mapping[str, object]],
-    override: str | None,
-) -> tuple[str, dict[str, dict[str, object]]]:
-    """The governor a run uses: the profile's, or ``override`` (``name`` or
-    ``name:key=value,…``) applied to every cluster — on top of the profile's tunables
-    when it names the same governor, else on the governor's kernel defaults."""
-    tunables = {c: dict(t) for c, t in profile_tunables.items()}
-    if override is None or not override.strip():
-        return profile_name, tunables
-    name, _, rest = override.strip().partition(":")
-    name = name.strip()
-    if name not in GOVERNORS:
-        raise UserError(f"unknown governor {name!r}; available: {', '.join(sorted(GOVERNORS))}")
-    extra: dict[str, object] = {}
-    for item in rest.split(",") if rest else ():
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise UserError(f"governor {override!r}: expected key=value, got {item!r}")
-        extra[key.strip()] = _number(value.strip())
-    base = tunables if name == profile_name else {c: {} for c in tunables}
-    return name, {c: {**t, **extra} for c, t in base.items()} if base else {"*": extra}
-
-
-def _number(text: str) -> object:
-    try:
-        value = float(text)
-    except ValueError:
-        return text
-    return int(value) if value.is_integer() and "." not in text else value
-
-
-__all__ = [
-    "GOVERNORS",
-    "FreqPolicy",
-    "Governor",
-    "Interactive",
-    "Ondemand",
-    "Performance",
-    "Powersave",
-    "Schedutil",
-    "make_governor",
-    "math",
-    "merged_tunables",
-]
+    return governor

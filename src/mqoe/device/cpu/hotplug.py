@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from mqoe.engine import Timer
 from mqoe.errors import UserError
+from mqoe.params import build_component
 
 if TYPE_CHECKING:
     from mqoe.device.cpu.sched import Core, Cpu
@@ -62,6 +63,8 @@ class _Sampler:
 
     interval_ns: int = 20_000_000
     min_cpus: int = 1
+    max_cpus: int = 0
+    enabled: bool = True
 
     def __init__(self) -> None:
         self.cpu: Cpu | None = None
@@ -69,6 +72,13 @@ class _Sampler:
         self._busy: dict[int, int] = {}
         self._t = 0
         self._timer: Timer | None = None
+
+    def _attach(self, cpu: Cpu, cores: list[Core], lowest: int) -> None:
+        """Take the cluster's cores; ``max_cpus`` 0 means all of them."""
+        self.cpu, self.cores = cpu, cores
+        self.max_cpus = self.max_cpus or len(cores)
+        if not lowest <= self.min_cpus <= self.max_cpus <= len(cores):
+            raise ValueError(f"min_cpus/max_cpus must satisfy {lowest} ≤ min ≤ max ≤ {len(cores)}")
 
     def _arm(self) -> None:
         assert self.cpu is not None
@@ -83,7 +93,7 @@ class _Sampler:
             self._arm()
 
     def on_busy(self) -> None:
-        if self._timer is None and self.cpu is not None and getattr(self, "enabled", True):
+        if self._timer is None and self.cpu is not None and self.enabled:
             self._open()
             self._arm()
 
@@ -143,10 +153,7 @@ class MtkHps(_Sampler):
         self._rush_count = 0
 
     def start(self, cpu: Cpu, cores: list[Core]) -> None:
-        self.cpu, self.cores = cpu, cores
-        self.max_cpus = self.max_cpus or len(cores)
-        if not 1 <= self.min_cpus <= self.max_cpus <= len(cores):
-            raise ValueError(f"min_cpus/max_cpus must satisfy 1 ≤ min ≤ max ≤ {len(cores)}")
+        self._attach(cpu, cores, lowest=1)
         self._open()
         self._arm()
 
@@ -212,10 +219,7 @@ class CoreCtl(_Sampler):
         self._need_less_since: int | None = None
 
     def start(self, cpu: Cpu, cores: list[Core]) -> None:
-        self.cpu, self.cores = cpu, cores
-        self.max_cpus = self.max_cpus or len(cores)
-        if not 0 <= self.min_cpus <= self.max_cpus <= len(cores):
-            raise ValueError(f"min_cpus/max_cpus must satisfy 0 ≤ min ≤ max ≤ {len(cores)}")
+        self._attach(cpu, cores, lowest=0)
         self.up = _per_cpu(self._up_raw, len(cores), "busy_up_thres")
         self.down = _per_cpu(self._down_raw, len(cores), "busy_down_thres")
         self._is_busy = {core.cid: False for core in cores}
@@ -259,11 +263,9 @@ HOTPLUGS: dict[str, type[Any]] = {"mtk_hps": MtkHps, "core_ctl": CoreCtl}
 
 
 def make_hotplug(name: str, tunables: Mapping[str, Any], where: str) -> Hotplug:
-    cls = HOTPLUGS.get(name)
-    if cls is None:
-        raise UserError(f"{where}: unknown hotplug {name!r}; available: {sorted(HOTPLUGS)}")
+    """``HOTPLUGS[name](**tunables)`` with one-line errors naming ``where``."""
     try:
-        hotplug: Hotplug = cls(**tunables)
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"{where}: hotplug {name!r}: {exc}") from None
+        hotplug: Hotplug = build_component(name, HOTPLUGS, tunables, "hotplug")
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
     return hotplug

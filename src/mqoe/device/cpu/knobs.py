@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mqoe.device.cpu.governors import GOVERNORS, merged_tunables
-from mqoe.device.cpu.hotplug import HOTPLUGS
+from mqoe.device.cpu.governors import GOVERNORS, make_governor
+from mqoe.device.cpu.hotplug import HOTPLUGS, make_hotplug
 from mqoe.device.profiles import DeviceProfile
 from mqoe.device.profiles.schema import GovernorSpec, HotplugSpec
 from mqoe.errors import UserError
@@ -33,26 +33,18 @@ def apply_cpu_knobs(
     cpu = profile.cpu
     clusters = [c.name for c in cpu.clusters]
     if "governor" in knobs:
-        name, tunables = merged_tunables(
-            cpu.governor.name, cpu.governor.clusters, knobs["governor"]
-        )
-        if "*" in tunables:
-            tunables = {c: dict(tunables["*"]) for c in clusters}
+        name, extra = _parse("governor", knobs["governor"])
+        tunables = _overlay(cpu.governor, name, extra, clusters)
+        for cluster, values in tunables.items():
+            make_governor(name, values, f"--set governor (cluster {cluster})")
         spec = GovernorSpec.model_validate({"name": name, "clusters": tunables}, strict=False)
         cpu = cpu.model_copy(update={"governor": spec})
-        _check_builds(name, spec.clusters, "governor")
     if "hotplug" in knobs:
-        text = knobs["hotplug"].strip()
-        if text == "off":
+        name, extra = _parse("hotplug", knobs["hotplug"])
+        if name == "off":
             cpu = cpu.model_copy(update={"hotplug": None})
         else:
-            name, _, rest_text = text.partition(":")
-            name = name.strip()
-            if name not in HOTPLUGS:
-                raise UserError(f"unknown hotplug {name!r}; available: off, {', '.join(HOTPLUGS)}")
-            base = cpu.hotplug.clusters if cpu.hotplug and cpu.hotplug.name == name else {}
-            extra = _pairs(rest_text, "hotplug")
-            tunables = {c: {**base.get(c, {}), **extra} for c in (base or clusters)}
+            tunables = _overlay(cpu.hotplug, name, extra, clusters)
             spec_h = HotplugSpec.model_validate({"name": name, "clusters": tunables}, strict=False)
             cpu = cpu.model_copy(update={"hotplug": spec_h})
     if cpu is not profile.cpu:
@@ -63,43 +55,48 @@ def apply_cpu_knobs(
 def check_cpu_knob(key: str, value: str) -> None:
     """A one-line UserError for a bad ``governor=`` / ``hotplug=`` value, before any run
     (the tunables a profile adds are checked when its phone is built)."""
-    name, _, rest = value.strip().partition(":")
-    name = name.strip()
+    name, extra = _parse(key, value)
     if key == "governor":
-        if name not in GOVERNORS:
-            raise UserError(f"--set governor: unknown governor {name!r}; available: "
-                            f"{', '.join(sorted(GOVERNORS))}")  # fmt: skip
-        from mqoe.device.cpu.governors import make_governor
-
-        make_governor(name, _pairs(rest, "--set governor"), "--set governor")
-    elif key == "hotplug" and name != "off":
-        if name not in HOTPLUGS:
-            raise UserError(f"--set hotplug: unknown hotplug {name!r}; available: off, "
-                            f"{', '.join(sorted(HOTPLUGS))}")  # fmt: skip
-        from mqoe.device.cpu.hotplug import make_hotplug
-
-        make_hotplug(name, _pairs(rest, "--set hotplug"), "--set hotplug")
+        make_governor(name, extra, "--set governor")
+    elif name != "off":
+        make_hotplug(name, extra, "--set hotplug")
 
 
-def _pairs(text: str, what: str) -> dict[str, object]:
+def _parse(key: str, value: str) -> tuple[str, dict[str, object]]:
+    """``name`` or ``name:key=value,…`` → (name, typed values); the name must exist."""
+    name, _, text = value.strip().partition(":")
+    name = name.strip()
+    known = GOVERNORS if key == "governor" else {"off": None, **HOTPLUGS}
+    if name not in known:
+        raise UserError(f"--set {key}: unknown {key} {name!r}; available: "
+                        f"{', '.join(sorted(known))}")  # fmt: skip
     out: dict[str, object] = {}
     for item in text.split(",") if text.strip() else ():
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise UserError(f"{what}: expected key=value, got {item!r}")
-        try:
-            number = float(value)
-            out[key.strip()] = int(number) if number.is_integer() and "." not in value else number
-        except ValueError:
-            out[key.strip()] = value.strip()
-    return out
+        field, eq, raw = item.partition("=")
+        if not eq or not field.strip():
+            raise UserError(f"--set {key}: expected key=value, got {item!r}")
+        out[field.strip()] = _typed(raw.strip())
+    return name, out
 
 
-def _check_builds(name: str, tunables: Mapping[str, Mapping[str, object]], what: str) -> None:
-    """Unknown tunables and bad values fail here, before any run starts."""
-    from mqoe.device.cpu.governors import make_governor
+def _typed(text: str) -> object:
+    """A sysfs-style value: an int, a float, else the string (``"85 1500000:90"``)."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() and "." not in text else number
 
-    if name not in GOVERNORS:
-        raise UserError(f"unknown {what} {name!r}; available: {', '.join(sorted(GOVERNORS))}")
-    for cluster, values in tunables.items():
-        make_governor(name, values, f"--set {what} (cluster {cluster})")
+
+def _overlay(
+    spec: GovernorSpec | HotplugSpec | None,
+    name: str,
+    extra: Mapping[str, object],
+    clusters: list[str],
+) -> dict[str, dict[str, object]]:
+    """Every cluster's tunables: the profile's when ``spec`` names the same policy (and
+    only its clusters, for hotplug), else the kernel defaults; ``extra`` on top."""
+    same = spec is not None and spec.name == name
+    base: Mapping[str, Mapping[str, object]] = spec.clusters if spec is not None and same else {}
+    keep = list(base) if isinstance(spec, HotplugSpec) and base else clusters
+    return {c: {**base.get(c, {}), **extra} for c in keep}

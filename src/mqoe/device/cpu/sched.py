@@ -371,10 +371,6 @@ class Cpu:
                 pp.clusters.get(cluster.name) if pp is not None else None,
                 pp.battery_voltage_v if pp is not None else 3.8,
             )  # fmt: skip
-        self._policy_acct: dict[str, list[int]] = {
-            name: [0] * len(p.opp.khz) for name, p in self.policies.items()
-        }
-        self._policy_t: dict[str, int] = dict.fromkeys(self.policies, 0)
         self.boost = spec.boost
         self.latency_ns = spec.sched_latency_ns
         self.min_granularity_ns = spec.sched_min_granularity_ns
@@ -409,7 +405,7 @@ class Cpu:
         spec = profile.cpu
         governor = spec.governor
         for name, policy in self.policies.items():
-            tunables = governor.clusters.get(name, governor.clusters.get("*", {}))
+            tunables = governor.clusters.get(name, {})
             where = f"profile {profile.name!r} [cpu.governor.{name}]"
             policy.governor = make_governor(governor.name, tunables, where)
             policy.governor.start(policy)
@@ -430,7 +426,7 @@ class Cpu:
             cores = policy.cores
             busy = [sum(c.busy_opp_ns[i] for c in cores) for i in range(len(policy.opp.khz))]
             idle = sum(c.idle_ns for c in cores)
-            active = self._policy_acct[name]
+            active = policy.active_opp_ns
             total_active = sum(active)
             span = self.env.now
             if table is None:
@@ -615,7 +611,7 @@ class Cpu:
         done, thread._done = thread._done, None
         thread._remaining = 0.0
         last = thread._last_core
-        if last is not None:  # its utilisation leaves the CPU with it
+        if last is not None and self.track_util:  # its utilisation leaves the CPU with it
             util = self._util_after(thread, self.env.now - thread._since)
             self._sync_util(last)
             last.util = max(0.0, last.util - util)
@@ -778,11 +774,11 @@ class Cpu:
     def _account_policy(self, policy: FreqPolicy) -> None:
         """The cluster's active time (any core busy) per OPP, up to now."""
         now = self.env.now
-        elapsed = now - self._policy_t[policy.name]
+        elapsed = now - policy.acct_t
         if elapsed:
             if policy.n_busy:
-                self._policy_acct[policy.name][policy.opp.index(policy.cur_khz)] += elapsed
-            self._policy_t[policy.name] = now
+                policy.active_opp_ns[policy.opp.index(policy.cur_khz)] += elapsed
+            policy.acct_t = now
 
     def _set_freq(self, policy: FreqPolicy, khz: int) -> None:
         """The cluster's clock changes: work so far is charged at the old rate, the
