@@ -227,7 +227,8 @@ class Display:
         self._last_vsync = -1
         self._records: list[tuple[int, int, int, bool, int, int]] = []
         # Samples, one per sample_ns: bit 0 = every LITTLE core busy, bit 1 = at the same
-        # time an online core outside the LITTLE cluster idle (the responsiveness study's big.LITTLE case).
+        # time an online core outside the LITTLE cluster idle (the responsiveness study's
+        # big.LITTLE case).
         self.sample_ns = max(1, self.period_ns // config.samples_per_vsync)
         self._samples = bytearray()
         env.schedule(0, self._sample)
