@@ -281,3 +281,105 @@ def test_every_profile_names_its_cpu_sources() -> None:
             assert profile.sources.get("cgroups"), profile.name
         if cpu.power_profile is not None:
             assert profile.sources.get("power_profile"), profile.name
+
+
+# -- HMP placement (Qualcomm msm-3.18 / msm-4.4 select_best_cpu) ------------------------
+
+HMP = {"upmigrate": 90, "downmigrate": 80, "spill_nr_run": 3, "restrict_cluster_spill": True}
+
+
+def _hmp_phone(**hmp: object) -> Phone:
+    # Two LITTLE cores at 1 GHz, two big at 2 GHz (capacity 512 vs 1024).
+    return Phone(_profile([(2, 1000.0, 1.0), (2, 2000.0, 1.0)], hmp={**HMP, **hmp}), 0)
+
+
+def _spin(phone: Phone, thread: object) -> None:
+    """Keep ``thread`` runnable from now on (one long burst)."""
+    phone.cpu.run(thread, 1e15)  # type: ignore[arg-type]
+
+
+def test_hmp_packs_a_small_thread_onto_a_busy_little_core_while_big_cores_idle() -> None:
+    phone = _hmp_phone()
+    cpu = phone.cpu
+    a, b, c = (cpu.thread(n) for n in "abc")
+    for t in (a, b):
+        _spin(phone, t)
+    phone.run(ms(1))
+    assert {a._core.cid, b._core.cid} == {0, 1}  # type: ignore[union-attr]
+    _spin(phone, c)  # a new thread has no utilisation: it fits the LITTLE cluster
+    phone.run(ms(1))
+    assert c._core is not None and c._core.cid in (0, 1)  # queued behind a LITTLE thread
+    assert cpu.cores[2].current is None and cpu.cores[3].current is None  # big cores idle
+    cpu.check_invariants()  # the idle big cores are allowed to idle (restrict_cluster_spill)
+
+
+def test_hmp_spills_to_big_cores_past_spill_nr_run_and_without_restriction_big_pulls() -> None:
+    phone = _hmp_phone()
+    cpu = phone.cpu
+    threads = [cpu.thread(f"t{k}") for k in range(5)]
+    for t in threads:
+        _spin(phone, t)
+        phone.run(ms(1))
+    # Each LITTLE core takes spill_nr_run = 3 runnable threads at most: 2 × 3 = 6 > 5,
+    # but once the cluster holds 3 per core on average the big cores may pull.
+    on_little = sum(t._core.cid in (0, 1) for t in threads)  # type: ignore[union-attr]
+    assert on_little == 5
+    sixth, seventh = cpu.thread("t5"), cpu.thread("t6")
+    _spin(phone, sixth)
+    phone.run(ms(1))
+    _spin(phone, seventh)  # both LITTLE cores spilled: it goes to a big core
+    phone.run(ms(1))
+    assert seventh._core is not None and seventh._core.cid in (2, 3)
+    cpu.check_invariants()
+    free = _hmp_phone(restrict_cluster_spill=False)
+    x, y, z = (free.cpu.thread(n) for n in "xyz")
+    for t in (x, y, z):
+        _spin(free, t)
+    free.run(ms(1))
+    # Without the restriction the idle big cores pull at once (no idle core while one waits).
+    assert sorted(t._core.cid for t in (x, y, z)) == [0, 1, 2]  # type: ignore[union-attr]
+    free.cpu.check_invariants()
+
+
+def test_hmp_up_migrates_a_thread_past_upmigrate_and_back_under_downmigrate() -> None:
+    phone = _hmp_phone()
+    cpu = phone.cpu
+    heavy = cpu.thread("heavy", cpus=[0])
+    _busy_loop(phone, heavy, 1e6, 0)  # always busy on LITTLE core 0: utilisation → 512
+    phone.run(ms(300))
+    assert heavy._util > 0.9 * 512
+    cpu.set_affinity(heavy, None)
+    cpu.exit(heavy)
+    # A thread of the same history, waking: its utilisation is above 90% of LITTLE's
+    # capacity, so it takes an idle big core.
+    t = cpu.thread("t")
+    t._util = 0.95 * 512
+    t._last_core = cpu.cores[0]
+    _spin(phone, t)
+    phone.run(ms(1))
+    assert t._core is not None and t._core.cid in (2, 3)
+    # Coming from big, it may come back only under downmigrate (80% of 512).
+    u = cpu.thread("u")
+    u._util, u._last_core = 0.85 * 512, cpu.cores[2]
+    _spin(phone, u)
+    phone.run(ms(1))
+    assert u._core is not None and u._core.cid == 3
+    low = cpu.thread("low", Fair(19))  # niced past upmigrate_min_nice: always small
+    low._util, low._last_core = 0.99 * 512, cpu.cores[0]
+    _spin(phone, low)
+    phone.run(ms(1))
+    assert low._core is not None and low._core.cid in (0, 1)
+    cpu.check_invariants()
+
+
+def test_hmp_placement_keeps_the_scheduler_consistent_under_random_load() -> None:
+    for seed in range(4):
+        phone = _hmp_phone()
+        cpu = phone.cpu
+        rng = phone.env.rng("hmp")
+        threads = [cpu.thread(f"t{k}", Fair(int(rng.integers(-5, 11)))) for k in range(9)]
+        for t in threads:
+            _busy_loop(phone, t, float(rng.integers(1, 20)) * 1e6, ms(int(rng.integers(0, 30))))
+        for _ in range(80):
+            phone.env.run(phone.env.now + ms(int(rng.integers(1, 20))))
+            cpu.check_invariants()

@@ -49,6 +49,7 @@ from mqoe.device.cpu.governors import FreqPolicy, make_governor
 from mqoe.device.cpu.hotplug import Hotplug, make_hotplug
 from mqoe.device.cpu.opp import OppTable
 from mqoe.device.profiles import DeviceProfile, core_ipc_factor, load_soc
+from mqoe.device.profiles.schema import HmpSpec
 from mqoe.engine import Environment, Event, Timer
 
 # kernel/sched/core.c sched_prio_to_weight[]: nice -20 … 19 → CFS load weight.
@@ -398,6 +399,14 @@ class Cpu:
         # and utilisation-driven governors; elsewhere it would only cost time. Set it
         # before the first thread runs to read utilisation on any phone.
         self.track_util = self._hetero  # a utilisation-driven governor turns it on
+        # HMP placement (Qualcomm's older kernels), where clusters differ in capacity:
+        # tiers of equal capacity, cheapest (smallest) first.
+        self.hmp: HmpSpec | None = spec.hmp if self._hetero else None
+        caps = sorted({core.cap_orig for core in self.cores})
+        self._tier_of = {core.cid: caps.index(core.cap_orig) for core in self.cores}
+        self._tiers: tuple[tuple[float, tuple[int, ...]], ...] = tuple(
+            (cap, tuple(c.cid for c in self.cores if c.cap_orig == cap)) for cap in caps
+        )
         self._start_policies(profile)
 
     def _start_policies(self, profile: DeviceProfile) -> None:
@@ -685,6 +694,8 @@ class Cpu:
                 assert core.cid in queued.allowed, queued
                 for cid in queued.allowed:
                     other = self.cores[cid].current
+                    if other is None and not queued.rt_prio and self._restricted(cid, core):
+                        continue  # HMP: bigger clusters pull at balance points only
                     assert other is not None, f"core {cid} idle while {queued!r} waits"
                     if queued.rt_prio:
                         assert other.rt_prio >= queued.rt_prio, (
@@ -906,6 +917,8 @@ class Cpu:
         cur = core.current
         if cur is None:
             self._pick_next(core)
+        elif self.hmp is not None and self._n_idle and self._kick_idle(thread, core):
+            return
         elif not cur.rt_prio:
             self._update_curr(core)
             gran = self.wakeup_granularity_ns * NICE_0_WEIGHT / thread.weight
@@ -924,6 +937,8 @@ class Cpu:
         """select_task_rq_fair: an idle core (the last one, then its cluster), else stay on
         the last core (select_idle_sibling returns prev when nothing is idle); a thread
         with no usable last core goes to the least-loaded allowed core (fork balancing)."""
+        if self.hmp is not None:
+            return self._select_hmp(thread, self.hmp)
         cores = self.cores
         last = thread._last_core
         allowed = thread.allowed
@@ -989,6 +1004,113 @@ class Cpu:
                     and (fits is None or core.cap_orig < fits.cap_orig)):  # fmt: skip
                 fits = core
         return fits
+
+    def _select_hmp(self, thread: Thread, hmp: HmpSpec) -> Core:
+        """HMP select_best_cpu: the cheapest tier the thread fits (its utilisation under
+        ``upmigrate`` % of the tier's capacity, ``downmigrate`` % coming from a bigger
+        one; the biggest tier always fits, and so does a thread niced past
+        ``upmigrate_min_nice``), its least-loaded allowed CPU that stays under the
+        spill thresholds with the thread added (its previous CPU on ties); the next
+        tier when every CPU there has spilled; last, the CPU with the most spare
+        capacity. Load is the runnable threads' utilisation (HMP's
+        cumulative_runnable_avg): a sleeping thread leaves none behind."""
+        cores = self.cores
+        util = self._util_after(thread, self.env.now - thread._since)
+        last = thread._last_core
+        last_tier = self._tier_of[last.cid] if last is not None else 0
+        policy = thread.policy
+        small = isinstance(policy, Fair) and policy.nice > hmp.upmigrate_min_nice
+        allowed = thread.allowed
+        spill_load = hmp.spill_load / 100
+        backup: Core | None = None
+        backup_spare = -math.inf
+        top = len(self._tiers) - 1
+        for tier, (cap, cids) in enumerate(self._tiers):
+            if tier < top and not small:
+                limit = hmp.downmigrate if last_tier > tier else hmp.upmigrate
+                if util * 100 >= limit * cap:
+                    continue
+            best: Core | None = None
+            best_load = math.inf
+            for cid in cids:
+                if cid not in allowed:
+                    continue
+                core = cores[cid]
+                load = self._runnable_util(core, thread)
+                if cap - load > backup_spare:
+                    backup, backup_spare = core, cap - load
+                nr = (core.current is not None) + len(core.cfs) + len(core.rt)
+                if nr + 1 > hmp.spill_nr_run or load + util > spill_load * cap:
+                    continue
+                if load < best_load or (load == best_load and core is last):
+                    best, best_load = core, load
+            if best is not None:
+                return best
+        if backup is None:  # every allowed core is in a tier the thread does not fit
+            backup = min((cores[c] for c in allowed), key=self._fair_load)
+        return backup
+
+    def _kick_idle(self, thread: Thread, core: Core) -> bool:
+        """A core with two runnable threads kicks an idle core to balance (nohz idle
+        balance): an idle allowed core that may pull from ``core`` takes ``thread``."""
+        for cid in thread.allowed:
+            idle = self.cores[cid]
+            if idle.current is None and idle.online and self._may_pull(idle, core):
+                self._dequeue(core, thread)
+                self._migrate_vruntime(thread, idle)
+                self._enqueue(idle, thread, thread.state)
+                self._pick_next(idle)
+                return True
+        return False
+
+    def _runnable_util(self, core: Core, exclude: Thread | None = None) -> float:
+        """Σ utilisation of the threads running or queued on ``core``."""
+        now = self.env.now
+        load = 0.0
+        cur = core.current
+        if cur is not None and cur is not exclude:
+            load += self._util_after(cur, now - cur._since)
+        for t in core.cfs:
+            if t is not exclude:
+                load += self._util_after(t, now - t._since)
+        for t in core.rt:
+            if t is not exclude:
+                load += self._util_after(t, now - t._since)
+        return load
+
+    def _restricted(self, dest: int, source: Core) -> bool:
+        """Whether HMP's restrict_cluster_spill governs pulls from ``source`` to core
+        ``dest`` (a bigger tier taking from a smaller one)."""
+        hmp = self.hmp
+        return (hmp is not None and hmp.restrict_cluster_spill
+                and self._tier_of[dest] > self._tier_of[source.cid])  # fmt: skip
+
+    def _may_pull(self, dest: Core, source: Core) -> bool:
+        """Whether ``dest`` may take a waiting thread of ``source``: always, except with
+        HMP's restrict_cluster_spill from a cheaper tier that is neither overloaded
+        (on average past a spill threshold) nor holding a thread too big for it
+        (bail_inter_cluster_balance)."""
+        hmp = self.hmp
+        if hmp is None or not self._restricted(dest.cid, source):
+            return True
+        cap, cids = self._tiers[self._tier_of[source.cid]]
+        load = 0.0
+        nr = 0
+        now = self.env.now
+        for cid in cids:
+            core = self.cores[cid]
+            if not core.online:
+                continue
+            for t in (core.current, *core.cfs, *core.rt):
+                if t is None:
+                    continue
+                u = self._util_after(t, now - t._since)
+                if u * 100 >= hmp.upmigrate * cap:
+                    return True  # a big task on the small cluster
+                load += u
+                nr += 1
+        n = sum(1 for cid in cids if self.cores[cid].online)
+        return load >= n * cap * hmp.spill_load / 100 or nr >= n * hmp.spill_nr_run
 
     @staticmethod
     def _fair_load(core: Core) -> int:
@@ -1085,7 +1207,12 @@ class Cpu:
             target = self._lowest_core(thread, exclude=core, below=thread.rt_prio)
         elif self._n_idle:
             target = next(
-                (self.cores[c] for c in thread.allowed if self.cores[c].current is None), None
+                (
+                    self.cores[c]
+                    for c in thread.allowed
+                    if self.cores[c].current is None and self._may_pull(self.cores[c], core)
+                ),
+                None,
             )
         else:
             return
@@ -1149,7 +1276,7 @@ class Cpu:
         busiest: Core | None = None
         busiest_n = 0
         for other in self.cores:
-            if other is core:
+            if other is core or not other.cfs or not self._may_pull(core, other):
                 continue
             n = sum(1 for t in other.cfs if core.cid in t.allowed)
             if n > busiest_n:

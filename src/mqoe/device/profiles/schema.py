@@ -134,6 +134,35 @@ class BoostSpec(_Model):
     foreground: int = Field(default=0, ge=0, le=100)
 
 
+class HmpSpec(_Model):
+    """Qualcomm's HMP scheduler (msm-3.18 / msm-4.4 ``select_best_cpu``): a waking task
+    goes to the least-power cluster it fits (its load under ``upmigrate`` % of the
+    cluster's capacity, ``downmigrate`` % when it comes from a bigger one), onto a CPU
+    there that has not crossed the spill thresholds (``spill_nr_run`` runnable threads
+    with it, or ``spill_load`` % of the CPU's capacity), even when cores of a bigger
+    cluster idle. With ``restrict_cluster_spill`` an idle core of a costlier cluster
+    pulls from a cheaper one only when that one is overloaded (every CPU past the spill
+    thresholds on average) or holds a task too big for it (bail_inter_cluster_balance).
+    The /proc/sys/kernel/sched_* values an init script writes; defaults are the
+    kernel's (kernel/sched/fair.c: 80, 60, 10, 100, 15, 0)."""
+
+    upmigrate: int = Field(default=80, ge=1, le=100)
+    downmigrate: int = Field(default=60, ge=1, le=100)
+    spill_nr_run: int = Field(default=10, ge=1, le=64)
+    spill_load: int = Field(default=100, ge=1, le=100)
+    # Tasks with a nice above this always fit the LITTLE cluster (never up-migrate).
+    upmigrate_min_nice: int = Field(default=15, ge=-20, le=19)
+    restrict_cluster_spill: bool = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> HmpSpec:
+        if self.downmigrate > self.upmigrate:
+            raise ValueError(
+                f"downmigrate ({self.downmigrate}) must not exceed upmigrate ({self.upmigrate})"
+            )
+        return self
+
+
 class ClusterPower(_Model):
     """One cluster's rows of Android's power_profile.xml (mA)."""
 
@@ -185,6 +214,7 @@ class CpuSpec(_Model):
     hotplug: HotplugSpec | None = None
     cpusets: dict[str, str] = Field(default_factory=dict, strict=False)
     boost: BoostSpec | None = None
+    hmp: HmpSpec | None = None  # HMP task placement (older Snapdragon kernels)
     power_profile: PowerProfileSpec | None = None
     # CONFIG_HZ: the scheduler tick, when schedutil re-reads a busy CPU's utilisation.
     hz: int = Field(default=250, ge=24, le=1000)
