@@ -288,9 +288,9 @@ def test_every_profile_names_its_cpu_sources() -> None:
 HMP = {"upmigrate": 90, "downmigrate": 80, "spill_nr_run": 3, "restrict_cluster_spill": True}
 
 
-def _hmp_phone(**hmp: object) -> Phone:
+def _hmp_phone(seed: int = 0, **hmp: object) -> Phone:
     # Two LITTLE cores at 1 GHz, two big at 2 GHz (capacity 512 vs 1024).
-    return Phone(_profile([(2, 1000.0, 1.0), (2, 2000.0, 1.0)], hmp={**HMP, **hmp}), 0)
+    return Phone(_profile([(2, 1000.0, 1.0), (2, 2000.0, 1.0)], hmp={**HMP, **hmp}), seed)
 
 
 def _spin(phone: Phone, thread: object) -> None:
@@ -372,14 +372,46 @@ def test_hmp_up_migrates_a_thread_past_upmigrate_and_back_under_downmigrate() ->
     cpu.check_invariants()
 
 
-def test_hmp_placement_keeps_the_scheduler_consistent_under_random_load() -> None:
-    for seed in range(4):
-        phone = _hmp_phone()
-        cpu = phone.cpu
-        rng = phone.env.rng("hmp")
-        threads = [cpu.thread(f"t{k}", Fair(int(rng.integers(-5, 11)))) for k in range(9)]
-        for t in threads:
-            _busy_loop(phone, t, float(rng.integers(1, 20)) * 1e6, ms(int(rng.integers(0, 30))))
-        for _ in range(80):
-            phone.env.run(phone.env.now + ms(int(rng.integers(1, 20))))
-            cpu.check_invariants()
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), restrict=st.booleans())
+def test_hmp_placement_keeps_the_scheduler_consistent_under_random_load(
+    seed: int, restrict: bool
+) -> None:
+    phone = _hmp_phone(seed, restrict_cluster_spill=restrict)
+    cpu = phone.cpu
+    rng = phone.env.rng("hmp")
+    threads = [cpu.thread(f"t{k}", Fair(int(rng.integers(-5, 11)))) for k in range(9)]
+    for t in threads:
+        _busy_loop(phone, t, float(rng.integers(1, 20)) * 1e6, ms(int(rng.integers(0, 30))))
+    for _ in range(80):
+        phone.env.run(phone.env.now + ms(int(rng.integers(1, 20))))
+        cpu.check_invariants()
+
+
+# -- RT throttling (sched_rt_runtime_us / sched_rt_period_us) ---------------------------
+
+
+def test_rt_throttling_leaves_fair_threads_five_percent() -> None:
+    from mqoe.device.cpu import RealTime
+
+    phone = Phone(make_profile([(1, 1000.0, 1.0)]), 0)
+    cpu = phone.cpu
+    rt = cpu.thread("rt", RealTime(50))
+    fair = cpu.thread("fair")
+    _spin(phone, rt)  # a runaway SCHED_FIFO loop
+    _spin(phone, fair)
+    for _ in range(30):
+        phone.run(ms(100))
+        cpu.check_invariants()
+    cpu.finish()
+    running = {t.name: t.state_ns[0] for t in (rt, fair)}
+    # 3 s: each 1 s period gives RT 950 ms, then fair runs 50 ms.
+    assert running["fair"] == pytest.approx(3 * 50e6, rel=1e-6)
+    assert running["rt"] == pytest.approx(3 * 950e6, rel=1e-6)
+    off = Phone(make_profile([(1, 1000.0, 1.0)], rt_runtime_us=-1), 0)
+    rt2, fair2 = off.cpu.thread("rt", RealTime(50)), off.cpu.thread("fair")
+    _spin(off, rt2)
+    _spin(off, fair2)
+    off.run(ms(3000))
+    off.cpu.finish()
+    assert fair2.state_ns[0] == 0  # unthrottled: SCHED_FIFO starves CFS

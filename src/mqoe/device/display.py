@@ -14,8 +14,10 @@
   queued it wakes at the next V-Sync, latches the oldest queued buffer of each surface,
   composes the frame with the status and navigation bars (CPU work scaled by the
   panel's pixels), then releases the buffers the new ones replace. A composition that
-  ends after the following V-Sync misses it (logged). Its **cpuset** is the LITTLE
-  cluster by default (``main_surfaceflinger.cpp`` puts it in ``system-background``);
+  ends after the following V-Sync misses it (logged). Its **cpuset** is the profile's
+  ``system-background`` group (``main_surfaceflinger.cpp``: ``set_cpuset_policy(0,
+  SP_SYSTEM)``, "keeps us from unnecessarily using big cores"), the LITTLE cluster
+  where the profile lists none;
   ``sf_cpuset="all"`` lets it use every core, and ``"big_when_little_saturated"`` (the
   fix of spec 04) widens its affinity to all cores at a V-Sync where every LITTLE core
   is busy and narrows it back otherwise — an affinity change the scheduler acts on, not
@@ -89,6 +91,11 @@ def surfaceflinger_policy(profile: DeviceProfile) -> SchedPolicy:
     fair thread at nice −8 (``PRIORITY_URGENT_DISPLAY``). The release boundary is an
     assumption from the AOSP history."""
     return RealTime(2) if android_major(profile) >= 8 else Fair(-8)
+
+
+def sf_home_cores(cpu: Cpu) -> tuple[int, ...]:
+    """SurfaceFlinger's own cpuset: the ``system-background`` group, else LITTLE."""
+    return cpu.cpusets.get("system-background") or little_cores(cpu)
 
 
 def little_cores(cpu: Cpu) -> tuple[int, ...]:
@@ -213,7 +220,7 @@ class Display:
         self.width_px = profile.display.width_px
         self.height_px = profile.display.height_px
         self.period_ns = round(1e9 / profile.display.refresh_hz)
-        self.little = little_cores(cpu)
+        self.little = sf_home_cores(cpu)
         base = config.sf_cycles_per_frame
         if base is None:
             base = profile.video.surfaceflinger_cycles_per_frame

@@ -4,8 +4,8 @@ The app of ``ui_apps.toml`` runs its one-minute script (fling lists, open items,
 media, play a game round) on the full rendering pipeline: main thread and RenderThread,
 a BufferQueue of ``buffers`` buffers and SurfaceFlinger with cpuset ``sf_cpuset``.
 ``trim_ruir`` removes the hierarchy's redundant layers first (the RUIR fix).
-``background`` boots the phone's own services (system-background cpuset: the LITTLE
-cores) and a few background apps syncing (LITTLE cores too), whose CPU, Binder calls and
+``background`` boots the phone's own services (the profile's system-background cpuset)
+and a few background apps syncing (its background cpuset), whose CPU, Binder calls and
 storage reads the app competes with.
 
 Slow and frozen frames, hidden ones (ready buffers) and their causes all come out of
@@ -100,13 +100,18 @@ def _sync(
 
 
 def start_background(phone: Phone, binder: BinderService) -> None:
-    """Boot the system services and the background apps, all on the LITTLE cores."""
-    little = little_cores(phone.cpu)
+    """Boot the system services (the ``system-background`` cpuset) and the background
+    apps (``background``), each group on the profile's cores for it — the LITTLE
+    cluster where the profile lists none."""
+    cpu = phone.cpu
+    little = little_cores(cpu)
+    system = cpu.cpusets.get("system-background") or little
+    background = cpu.cpusets.get("background") or little
     for service in boot_system(phone):
         for thread in service.threads:
-            phone.cpu.set_affinity(thread, little)  # system-background cpuset
+            cpu.set_affinity(thread, system)
     for app in BACKGROUND_APPS:
-        thread = phone.cpu.thread(app.name, Fair(10), process=app.name, cpus=little)
+        thread = cpu.thread(app.name, Fair(10), process=app.name, cpus=background)
         phone.env.process(_sync(phone, binder, app, thread), app.name)
 
 

@@ -15,21 +15,28 @@ Scheduling follows the Linux kernel in the parts that shape QoE:
   of credit (GENTLE_FAIR_SLEEPERS).
 * **Placement.** A waking fair thread takes an idle allowed core (its previous core first,
   then its previous cluster), else stays on its previous core, as select_idle_sibling
-  does; on big.LITTLE a thread whose running fraction (PELT-like, 32 ms half-life)
-  exceeds 80% on a slower core takes an idle core of the fastest cluster (up-migration);
-  a new thread goes to the least-loaded allowed core (fork balancing). A waking RT
-  thread stays on its previous core unless a higher-or-equal RT thread runs there
-  (select_task_rq_rt), else takes the lowest-priority allowed core.
+  does; on big.LITTLE a thread whose PELT utilisation (32 ms half-life) exceeds 80% of
+  a slower core's capacity takes an idle core of the fastest cluster (up-migration), a
+  boosted top-app thread the biggest idle core; a new thread goes to the least-loaded
+  allowed core (fork balancing). Phones whose kernels use Qualcomm's HMP scheduler
+  (``[cpu.hmp]``) place instead as its select_best_cpu does: the cheapest cluster the
+  thread fits, its least-loaded CPU under the spill thresholds — even while bigger
+  cores idle. A waking RT thread stays on its previous core unless a higher-or-equal RT
+  thread runs there (select_task_rq_rt), else takes the lowest-priority allowed core.
 * **Balancing (idealised).** A core going idle pulls queued RT threads of others first,
   then a fair thread from the busiest core (newidle balance); a preempted thread moves to
   an idle allowed core at once. The kernel does this within a few ms; here it is
-  immediate, which keeps the invariant "no allowed core idle while a thread waits".
+  immediate, which keeps the invariant "no allowed core idle while a thread waits"
+  (except where HMP's restrict_cluster_spill keeps a bigger cluster from pulling).
   There is no periodic balancing among busy cores yet: a thread stays where it is
   until an idle core appears (the kernel's periodic balancer would even out weighted
   load over tens of ms).
+* **RT throttling.** RT threads may use ``sched_rt_runtime_us`` of each core per
+  ``sched_rt_period_us`` (950 ms / 1 s): past it the core runs fair threads only until
+  the period ends.
 
-Not modelled yet: frequency governors (``performance`` only: max clock), RT throttling,
-SCHED_RR, EAS energy-aware placement, cgroup CPU shares.
+Governors, hotplug and energy live in the sibling modules. Not modelled yet: SCHED_RR,
+EAS energy-aware placement, cgroup CPU shares, periodic load balancing.
 
 Per-thread accounting splits wall time into Running, Runnable, Runnable (Preempted),
 Sleeping and Blocked on I/O, as Perfetto does. Every involuntary switch is logged in
@@ -255,6 +262,8 @@ class Core:
         "policy",
         "rate",
         "rt",
+        "rt_throttled",
+        "rt_used_ns",
         "util",
     )
 
@@ -279,6 +288,8 @@ class Core:
         self.current: Thread | None = None
         self.rt: list[Thread] = []  # queued RT threads (not the current one)
         self.cfs: list[Thread] = []  # queued fair threads (not the current one)
+        self.rt_used_ns = 0  # RT run time in the current RT period
+        self.rt_throttled = False  # RT budget spent: fair threads only until the period ends
         self.fair_weight = 0  # weights of queued + running fair threads
         self.min_vruntime = 0.0
         self._timer: Timer | None = None
@@ -374,6 +385,13 @@ class Cpu:
             )  # fmt: skip
         self.boost = spec.boost
         self.latency_ns = spec.sched_latency_ns
+        # RT throttling (sched_rt_runtime_us / sched_rt_period_us): RT threads may use
+        # at most runtime ns of a core per period; the rest is left to fair threads.
+        self.rt_period_ns = spec.sched.rt_period_us * 1000
+        self.rt_runtime_ns = (
+            spec.sched.rt_runtime_us * 1000 if spec.sched.rt_runtime_us >= 0 else _NEVER
+        )
+        self._rt_period_armed = False
         self.min_granularity_ns = spec.sched_min_granularity_ns
         self.wakeup_granularity_ns = spec.sched_wakeup_granularity_ns
         self.threads: list[Thread] = []
@@ -692,6 +710,8 @@ class Cpu:
                     ThreadState.RUNNABLE_PREEMPTED,
                 ), queued
                 assert core.cid in queued.allowed, queued
+                if queued.rt_prio and core.rt_throttled:
+                    continue  # off the RT lists until the period ends
                 for cid in queued.allowed:
                     other = self.cores[cid].current
                     if other is None and not queued.rt_prio and self._restricted(cid, core):
@@ -825,6 +845,8 @@ class Cpu:
         if not cur.rt_prio:
             cur._vruntime += delta * NICE_0_WEIGHT / cur.weight
             self._update_min_vruntime(core)
+        else:
+            core.rt_used_ns += delta
 
     @staticmethod
     def _update_min_vruntime(core: Core) -> None:
@@ -906,6 +928,8 @@ class Cpu:
     def _place_rt(self, thread: Thread) -> None:
         core = self._select_rt_core(thread)
         self._enqueue(core, thread, ThreadState.RUNNABLE)
+        if core.rt_throttled:
+            return  # it waits for the period's end
         cur = core.current
         if cur is None:
             self._pick_next(core)
@@ -1230,6 +1254,9 @@ class Cpu:
         """Choose what an idle core runs: RT (own or pulled), then CFS (own or pulled)."""
         assert core.current is None
         best: Thread | None = None
+        if core.rt_throttled:
+            self._pick_fair(core)
+            return
         for t in core.rt:
             if (
                 best is None
@@ -1241,6 +1268,8 @@ class Cpu:
             for other in self.cores:
                 if other is core:
                     continue
+                if other.rt_throttled:
+                    continue  # a throttled run queue's RT threads are off the lists
                 for t in other.rt:
                     if core.cid in t.allowed and (
                         best is None
@@ -1255,6 +1284,11 @@ class Cpu:
             best._core = core
             self._switch_in(core, best)
             return
+        self._pick_fair(core)
+
+    def _pick_fair(self, core: Core) -> None:
+        """The CFS half of :meth:`_pick_next`: the core's leftmost thread, else a pull."""
+        best: Thread | None = None
         if core.cfs:
             best = core.cfs[0]
             for t in core.cfs:
@@ -1292,6 +1326,37 @@ class Cpu:
         self._migrate_vruntime(pick, core)
         core.fair_weight += pick.weight
         return pick
+
+    def _throttle_rt(self, core: Core) -> None:
+        """The core's RT threads used their runtime this period: the running one goes
+        back to its queue and fair threads run until the period ends (sched_rt_runtime)."""
+        core.rt_throttled = True
+        self._put_prev(core, ThreadState.RUNNABLE_PREEMPTED)
+        self._pick_next(core)
+
+    def _rt_period_end(self, _: object = None) -> None:
+        """A new RT period: budgets refill, throttled cores run their RT threads again.
+        The timer stops while no RT thread ran in the period (it restarts on the next)."""
+        used = False
+        for core in self.cores:
+            cur = core.current
+            if cur is not None and cur.rt_prio:
+                self._update_curr(core)
+            used = used or core.rt_used_ns > 0
+            core.rt_used_ns = 0
+            if core.rt_throttled:
+                core.rt_throttled = False
+                if core.rt:
+                    if cur is None:
+                        self._pick_next(core)
+                    elif not cur.rt_prio or max(t.rt_prio for t in core.rt) > cur.rt_prio:
+                        self._preempt(core, PreemptKind.RT)
+            elif cur is not None and cur.rt_prio:
+                self._arm(core)  # a fresh budget: its throttle moves to the new period
+        if used:
+            self.env.schedule(self.rt_period_ns, self._rt_period_end)
+        else:
+            self._rt_period_armed = False
 
     def _switch_in(self, core: Core, thread: Thread) -> None:
         now = self.env.now
@@ -1340,6 +1405,12 @@ class Cpu:
             ideal = period * cur.weight / core.fair_weight
             slice_end = cur._run_start + max(int(ideal), self.min_granularity_ns)
             when = min(when, max(slice_end, now))
+        elif cur.rt_prio and self.rt_runtime_ns != _NEVER:
+            if not self._rt_period_armed:
+                self._rt_period_armed = True
+                period = self.rt_period_ns
+                self.env.schedule(period - now % period, self._rt_period_end)
+            when = min(when, now + max(1, self.rt_runtime_ns - core.rt_used_ns))
         timer = core._timer
         if timer is not None:
             if timer.time_ns == when:
@@ -1358,6 +1429,8 @@ class Cpu:
             self._complete(core)
         elif not cur.rt_prio and core.cfs:
             self._preempt(core, PreemptKind.SLICE)
+        elif cur.rt_prio and core.rt_used_ns >= self.rt_runtime_ns:
+            self._throttle_rt(core)
         else:
             self._arm(core)
 

@@ -63,6 +63,19 @@ class SchedSpec(_Model):
     latency_ns: int | None = Field(default=None, ge=100_000, le=1_000_000_000)
     min_granularity_ns: int | None = Field(default=None, ge=100_000, le=1_000_000_000)
     wakeup_granularity_ns: int | None = Field(default=None, ge=0, le=1_000_000_000)
+    # RT throttling: /proc/sys/kernel/sched_rt_runtime_us (-1 = off) per
+    # sched_rt_period_us; the kernel's defaults (kernel/sched/core.c) leave fair threads 5%.
+    rt_runtime_us: int = Field(default=950_000, ge=-1, le=10_000_000)
+    rt_period_us: int = Field(default=1_000_000, ge=1_000, le=10_000_000)
+
+    @model_validator(mode="after")
+    def _runtime_within_period(self) -> SchedSpec:
+        if self.rt_runtime_us > self.rt_period_us:
+            raise ValueError(
+                f"rt_runtime_us ({self.rt_runtime_us}) must not exceed "
+                f"rt_period_us ({self.rt_period_us})"
+            )
+        return self
 
 
 class _BoundedTunable:
