@@ -53,8 +53,8 @@ class BackgroundApp:
 
 # Assumed: a phone in daily use keeps a few apps syncing in the background (a messenger's
 # push, a mail account, a news feed, the store's update checks); Android puts them in the
-# background cpuset (the LITTLE cores) at nice 10. Means are rough usage estimates, not
-# fitted to any published result.
+# background cpuset (cores 0-1 on the Snapdragon phones) at nice 10. Means are rough usage
+# estimates, not fitted to any published result.
 BACKGROUND_APPS: tuple[BackgroundApp, ...] = (
     BackgroundApp("bg.messaging", gap_s=2.0, mcycles=15.0, read_pages=8, binder_mcycles=0.5),
     BackgroundApp("bg.mail", gap_s=6.0, mcycles=40.0, read_pages=32, binder_mcycles=1.0),
