@@ -415,3 +415,36 @@ def test_rt_throttling_leaves_fair_threads_five_percent() -> None:
     off.run(ms(3000))
     off.cpu.finish()
     assert fair2.state_ns[0] == 0  # unthrottled: SCHED_FIFO starves CFS
+
+
+def test_processes_join_the_cgroup_of_their_importance() -> None:
+    from mqoe.device.process import (
+        CACHED_APP_MIN_ADJ,
+        FOREGROUND_APP_ADJ,
+        PERCEPTIBLE_APP_ADJ,
+        SYSTEM_ADJ,
+    )
+
+    cpusets = {"top-app": "0-3", "foreground": "0-2", "background": "0"}
+    phone = Phone(_profile([(2, 1000.0, 1.0), (2, 2000.0, 1.0)], cpusets=cpusets), 0)
+    procs, cpu = phone.processes, phone.cpu
+    app = procs.spawn("app", FOREGROUND_APP_ADJ, 0)
+    main = cpu.thread("main", process="app")
+    procs.add_threads(app, [main])
+    assert main.cpuset == (0, 1, 2, 3) and app.sched_group == "top-app"
+    procs.set_adj(app, PERCEPTIBLE_APP_ADJ)
+    assert main.cpuset == (0, 1, 2)
+    procs.set_adj(app, CACHED_APP_MIN_ADJ)
+    late = cpu.thread("late", process="app")
+    procs.add_threads(app, [late])  # a thread started while cached joins the group
+    assert main.cpuset == late.cpuset == (0,)
+    _spin(phone, main)
+    _spin(phone, late)
+    phone.run(ms(50))
+    assert main._core is not None and main._core.cid == 0  # both on the background core
+    assert late._core is not None and late._core.cid == 0
+    system = procs.spawn("system_server", SYSTEM_ADJ, 0)
+    binder = cpu.thread("binder", process="system_server", cpus=[1])
+    procs.add_threads(system, [binder])
+    assert binder.cpuset == (1,)  # system processes keep the cores they were given
+    cpu.check_invariants()

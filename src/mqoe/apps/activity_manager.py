@@ -68,7 +68,7 @@ class RunningApp:
         env = phone.env
         self.process: Process = phone.processes.spawn(spec.name, FOREGROUND_APP_ADJ, env.now)
         self.thread: Thread = phone.cpu.thread(spec.name, Fair(0), process=spec.name)
-        self.process.threads.append(self.thread)
+        phone.processes.add_threads(self.process, [self.thread])
         if gpu is not None:
             mix = spec.content
             gpu.register(self.process, [getattr(mix, c) for c in CONTENT_CLASSES])

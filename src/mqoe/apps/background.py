@@ -188,7 +188,7 @@ class CachedApp:
         env = phone.env
         self.process: Process = phone.processes.spawn(name, adj, env.now)
         self.thread: Thread = phone.cpu.thread(name, Fair(0), process=name)
-        self.process.threads.append(self.thread)
+        phone.processes.add_threads(self.process, [self.thread])
         self.ready: Event = env.event()  # memory allocated (or the app died first)
         self.wakeups = 0
         self.process.on_kill.append(self._on_kill)
@@ -341,7 +341,7 @@ class PressureGenerator:
         self.process: Process = phone.processes.spawn(name, adj, env.now)
         self.process.zram_ratio = zram_ratio
         self.thread: Thread = phone.cpu.thread(name, Fair(nice), process=name)
-        self.process.threads.append(self.thread)
+        phone.processes.add_threads(self.process, [self.thread])
         self.allocated_pages = 0
         self.reached_ns = -1
         self.killed_ns = -1

@@ -116,7 +116,7 @@ class SystemService:
         self.threads: list[Thread] = [
             phone.cpu.thread(name, Fair(spec.nice), process=spec.name) for name in names
         ]
-        self.process.threads += self.threads
+        phone.processes.add_threads(self.process, self.threads)
         self.ready: Event = env.event()
         self._rng: np.random.Generator = env.rng(f"system:{spec.name}")
         self._procs: list[EngineProcess] = [env.process(self._boot(), spec.name)]

@@ -131,8 +131,9 @@ class VideoPlayer:
         self.main = cpu.thread("main", Fair(0), process=host.name)
         self.network = cpu.thread("network", Fair(0), process=host.name)
         self.helpers = [cpu.thread(name, Fair(0), process=host.name) for name in host.helpers]
-        self.process.threads += [self.decoder, self.compositor, self.main, self.network]
-        self.process.threads += self.helpers
+        phone.processes.add_threads(
+            self.process, [self.decoder, self.compositor, self.main, self.network, *self.helpers]
+        )
         self._frame_tick: Event = env.event()  # fires at each frame's compose time
         self.surfaceflinger = _surfaceflinger(phone)
         self.crashed_ns = -1

@@ -12,7 +12,7 @@ from __future__ import annotations
 from mqoe.device.cpu import Cpu
 from mqoe.device.lmk import Lmkd, TrimSignals
 from mqoe.device.memory import Memory
-from mqoe.device.process import ProcessTable
+from mqoe.device.process import Process, ProcessTable, sched_group
 from mqoe.device.profiles import DeviceProfile
 from mqoe.device.storage import Storage
 from mqoe.engine import Environment
@@ -32,9 +32,23 @@ class Phone:
             self.env, self.cpu, self.memory, self.processes, profile.lmk, profile.low_ram
         )
         self.trims = TrimSignals(self.env, self.processes, profile.lmk)
+        self.processes.listeners.append(self._cgroup)
         # Framework-layer services that apps share (pieces of ActivityManager such as
         # mqoe.apps.background.ServiceRestarts), one per phone, keyed by class name.
         self.framework: dict[str, object] = {}
+
+    def _cgroup(self, process: Process, event: str) -> None:
+        """ActivityManager moves an app's threads to the cgroup of its importance when it
+        starts, starts threads or changes importance (``sched_group``)."""
+        if event == "kill":
+            return
+        group = sched_group(process.oom_score_adj)
+        if group is None or (event == "adj" and group == process.sched_group):
+            return
+        process.sched_group = group
+        for thread in process.threads:
+            if thread.alive:
+                self.cpu.set_group(thread, group)
 
     @property
     def now_ns(self) -> int:

@@ -26,6 +26,19 @@ CACHED_APP_MAX_ADJ = 999
 ZYGOTE_PID = 2  # every app is a child of zygote (spec 05)
 
 
+def sched_group(oom_score_adj: int) -> str | None:
+    """The cgroup ActivityManager puts an app process in for its importance
+    (computeOomAdjLocked's schedGroup → Process.setProcessGroup): the top app in
+    ``top-app``, visible and perceptible ones (adj < 300) in ``foreground``, services,
+    home, previous and cached apps in ``background``. System and native processes
+    (adj < 0) keep the group their creator or init gave them: None."""
+    if oom_score_adj < 0:
+        return None
+    if oom_score_adj == FOREGROUND_APP_ADJ:
+        return "top-app"
+    return "foreground" if oom_score_adj < 300 else "background"
+
+
 @dataclass(eq=False)
 class Process:
     pid: int
@@ -46,6 +59,7 @@ class Process:
     # zRAM compression ratio of its anon data (0: the profile's). Random bytes do not
     # compress: zRAM keeps such pages whole ("huge" pages), ratio 1.
     zram_ratio: float = 0.0
+    sched_group: str = ""  # its cgroup (see sched_group), "" until it has one
     # When the process last used its pages (allocate / touch): its LRU age for reclaim;
     # and how many file / anon pages it used lately (decayed; owned by the memory model).
     last_use_ns: int = 0
@@ -99,6 +113,12 @@ class ProcessTable:
 
     def cached_count(self) -> int:
         return sum(1 for p in self.processes if p.alive and p.cached)
+
+    def add_threads(self, process: Process, threads: list[Thread]) -> None:
+        """The process starts ``threads`` (listeners hear "threads")."""
+        process.threads += threads
+        for listener in self.listeners:
+            listener(process, "threads")
 
     def set_adj(self, process: Process, oom_score_adj: int) -> None:
         process.oom_score_adj = oom_score_adj

@@ -262,6 +262,7 @@ class Core:
         "policy",
         "rate",
         "rt",
+        "rt_period",
         "rt_throttled",
         "rt_used_ns",
         "util",
@@ -288,7 +289,8 @@ class Core:
         self.current: Thread | None = None
         self.rt: list[Thread] = []  # queued RT threads (not the current one)
         self.cfs: list[Thread] = []  # queued fair threads (not the current one)
-        self.rt_used_ns = 0  # RT run time in the current RT period
+        self.rt_used_ns = 0  # RT run time in RT period number rt_period
+        self.rt_period = 0
         self.rt_throttled = False  # RT budget spent: fair threads only until the period ends
         self.fair_weight = 0  # weights of queued + running fair threads
         self.min_vruntime = 0.0
@@ -391,7 +393,6 @@ class Cpu:
         self.rt_runtime_ns = (
             spec.sched.rt_runtime_us * 1000 if spec.sched.rt_runtime_us >= 0 else _NEVER
         )
-        self._rt_period_armed = False
         self.min_granularity_ns = spec.sched_min_granularity_ns
         self.wakeup_granularity_ns = spec.sched_wakeup_granularity_ns
         self.threads: list[Thread] = []
@@ -846,7 +847,7 @@ class Cpu:
             cur._vruntime += delta * NICE_0_WEIGHT / cur.weight
             self._update_min_vruntime(core)
         else:
-            core.rt_used_ns += delta
+            self._charge_rt(core, now - delta, now)
 
     @staticmethod
     def _update_min_vruntime(core: Core) -> None:
@@ -1327,36 +1328,39 @@ class Cpu:
         core.fair_weight += pick.weight
         return pick
 
+    def _charge_rt(self, core: Core, start: int, end: int) -> None:
+        """RT run time [start, end) on ``core``, counted in fixed periods of
+        sched_rt_period_us from time 0 (only the latest period's share is kept)."""
+        period = self.rt_period_ns
+        index = end // period
+        if index != core.rt_period:
+            core.rt_period = index
+            core.rt_used_ns = end - max(start, index * period)
+        else:
+            core.rt_used_ns += end - start
+
     def _throttle_rt(self, core: Core) -> None:
         """The core's RT threads used their runtime this period: the running one goes
         back to its queue and fair threads run until the period ends (sched_rt_runtime)."""
         core.rt_throttled = True
         self._put_prev(core, ThreadState.RUNNABLE_PREEMPTED)
         self._pick_next(core)
+        now = self.env.now
+        period = self.rt_period_ns
+        self.env.schedule((now // period + 1) * period - now, self._unthrottle_rt, core)
 
-    def _rt_period_end(self, _: object = None) -> None:
-        """A new RT period: budgets refill, throttled cores run their RT threads again.
-        The timer stops while no RT thread ran in the period (it restarts on the next)."""
-        used = False
-        for core in self.cores:
-            cur = core.current
-            if cur is not None and cur.rt_prio:
-                self._update_curr(core)
-            used = used or core.rt_used_ns > 0
-            core.rt_used_ns = 0
-            if core.rt_throttled:
-                core.rt_throttled = False
-                if core.rt:
-                    if cur is None:
-                        self._pick_next(core)
-                    elif not cur.rt_prio or max(t.rt_prio for t in core.rt) > cur.rt_prio:
-                        self._preempt(core, PreemptKind.RT)
-            elif cur is not None and cur.rt_prio:
-                self._arm(core)  # a fresh budget: its throttle moves to the new period
-        if used:
-            self.env.schedule(self.rt_period_ns, self._rt_period_end)
-        else:
-            self._rt_period_armed = False
+    def _unthrottle_rt(self, core: Core) -> None:
+        """The period ended: a fresh budget, and the core's RT threads run again."""
+        core.rt_throttled = False
+        core.rt_period = self.env.now // self.rt_period_ns
+        core.rt_used_ns = 0
+        if not core.rt:
+            return
+        cur = core.current
+        if cur is None:
+            self._pick_next(core)
+        elif not cur.rt_prio or max(t.rt_prio for t in core.rt) > cur.rt_prio:
+            self._preempt(core, PreemptKind.RT)
 
     def _switch_in(self, core: Core, thread: Thread) -> None:
         now = self.env.now
@@ -1406,11 +1410,8 @@ class Cpu:
             slice_end = cur._run_start + max(int(ideal), self.min_granularity_ns)
             when = min(when, max(slice_end, now))
         elif cur.rt_prio and self.rt_runtime_ns != _NEVER:
-            if not self._rt_period_armed:
-                self._rt_period_armed = True
-                period = self.rt_period_ns
-                self.env.schedule(period - now % period, self._rt_period_end)
-            when = min(when, now + max(1, self.rt_runtime_ns - core.rt_used_ns))
+            used = core.rt_used_ns if core.rt_period == now // self.rt_period_ns else 0
+            when = min(when, now + max(1, self.rt_runtime_ns - used))
         timer = core._timer
         if timer is not None:
             if timer.time_ns == when:
@@ -1429,7 +1430,8 @@ class Cpu:
             self._complete(core)
         elif not cur.rt_prio and core.cfs:
             self._preempt(core, PreemptKind.SLICE)
-        elif cur.rt_prio and core.rt_used_ns >= self.rt_runtime_ns:
+        elif (cur.rt_prio and core.rt_used_ns >= self.rt_runtime_ns
+              and core.rt_period == self.env.now // self.rt_period_ns):  # fmt: skip
             self._throttle_rt(core)
         else:
             self._arm(core)
