@@ -448,3 +448,25 @@ def test_processes_join_the_cgroup_of_their_importance() -> None:
     procs.add_threads(system, [binder])
     assert binder.cpuset == (1,)  # system processes keep the cores they were given
     cpu.check_invariants()
+
+
+def test_periodic_balancing_evens_out_busy_cores_at_the_balance_interval() -> None:
+    phone = Phone(make_profile([(2, 1000.0, 1.0)]), 0)
+    cpu = phone.cpu
+    a = cpu.thread("a", cpus=[1])
+    _spin(phone, a)
+    queued = [cpu.thread(f"q{k}", cpus=[0]) for k in range(4)]
+    for t in queued:
+        _spin(phone, t)
+    phone.run(ms(1))
+    for t in queued:
+        cpu.set_affinity(t, None)  # free to move, but no core is idle: they stay on core 0
+    on = lambda cid: sum(t._core is not None and t._core.cid == cid for t in queued)  # noqa: E731
+    assert on(0) == 4
+    phone.run(ms(60))  # core 1 balances every 2 cores × 32 = 64 ms of being busy
+    assert on(0) == 4
+    phone.run(ms(10))
+    assert on(0) == 3 and on(1) == 1  # 4 : 1 → 3 : 2 threads, no overshoot
+    phone.run(ms(500))
+    assert on(0) == 3  # balanced within imbalance_pct: nothing more moves
+    cpu.check_invariants()

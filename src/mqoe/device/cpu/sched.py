@@ -28,15 +28,15 @@ Scheduling follows the Linux kernel in the parts that shape QoE:
   an idle allowed core at once. The kernel does this within a few ms; here it is
   immediate, which keeps the invariant "no allowed core idle while a thread waits"
   (except where HMP's restrict_cluster_spill keeps a bigger cluster from pulling).
-  There is no periodic balancing among busy cores yet: a thread stays where it is
-  until an idle core appears (the kernel's periodic balancer would even out weighted
-  load over tens of ms).
+  Busy cores also balance periodically within their cluster (load_balance every
+  sd_weight ms × busy_factor 32: 128 ms on a 4-core cluster), taking queued threads
+  from a sibling whose weighted load is over 117% of theirs.
 * **RT throttling.** RT threads may use ``sched_rt_runtime_us`` of each core per
   ``sched_rt_period_us`` (950 ms / 1 s): past it the core runs fair threads only until
   the period ends.
 
 Governors, hotplug and energy live in the sibling modules. Not modelled yet: SCHED_RR,
-EAS energy-aware placement, cgroup CPU shares, periodic load balancing.
+EAS energy-aware placement, cgroup CPU shares, balancing across clusters.
 
 Per-thread accounting splits wall time into Running, Runnable, Runnable (Preempted),
 Sleeping and Blocked on I/O, as Perfetto does. Every involuntary switch is logged in
@@ -154,6 +154,8 @@ UTIL_HALFLIFE_NS = 32_000_000  # PELT's load-tracking half-life (kernel/sched/pe
 # A thread busier than this on a slower core moves to an idle core of the fastest
 # cluster at wake-up (EAS's misfit 80% capacity margin; HMP's sched_upmigrate ≈ 80–95%).
 UPMIGRATE_UTIL = 0.8
+# sysctl_sched_migration_cost: a thread that ran this recently is cache-hot, not moved.
+MIGRATION_COST_NS = 500_000
 
 
 class Thread:
@@ -242,6 +244,7 @@ class Core:
     __slots__ = (
         "_acct_t",
         "_busy_total",
+        "_lb_armed",
         "_opp_i",
         "_timer",
         "_util_t",
@@ -295,6 +298,7 @@ class Core:
         self.fair_weight = 0  # weights of queued + running fair threads
         self.min_vruntime = 0.0
         self._timer: Timer | None = None
+        self._lb_armed = False  # periodic load balancing runs while the core is busy
 
     def __repr__(self) -> str:
         return f"Core({self.cid}, {self.cluster}, current={self.current})"
@@ -395,6 +399,10 @@ class Cpu:
         )
         self.min_granularity_ns = spec.sched_min_granularity_ns
         self.wakeup_granularity_ns = spec.sched_wakeup_granularity_ns
+        # Periodic load balancing within a cluster (the MC sched domain): a busy core
+        # balances every sd_weight ms × busy_factor 32 (kernel/sched/topology.c).
+        largest = max(c.cores for c in spec.clusters)
+        self._lb_interval_ns = largest * 32 * 1_000_000 if largest > 1 else 0
         self.threads: list[Thread] = []
         self.preemptions = PreemptionLog()
         self._all = tuple(range(len(self.cores)))
@@ -1306,6 +1314,43 @@ class Cpu:
             if pulled is not None:
                 self._switch_in(core, pulled)
 
+    def _periodic_balance(self, core: Core) -> None:
+        """load_balance at a busy core's balance interval, within its cluster: while the
+        busiest sibling's fair load exceeds this core's by imbalance_pct (117%), take
+        its longest-waiting queued thread that is allowed here, not cache-hot (ran in
+        the last sysctl_sched_migration_cost, 0.5 ms) and no heavier than twice the
+        imbalance (detach_tasks). An idle core stops balancing (newidle pulls instead)."""
+        if core.current is None or not core.online:
+            core._lb_armed = False
+            return
+        self.env.schedule(self._lb_interval_ns, self._periodic_balance, core)
+        now = self.env.now
+        policy = core.policy
+        assert policy is not None
+        while True:
+            busiest: Core | None = None
+            for other in policy.cores:
+                if other is core or not other.cfs:
+                    continue
+                if busiest is None or other.fair_weight > busiest.fair_weight:
+                    busiest = other
+            if busiest is None or busiest.fair_weight * 100 <= core.fair_weight * 117:
+                return
+            imbalance = (busiest.fair_weight - core.fair_weight) / 2
+            pick: Thread | None = None
+            for t in busiest.cfs:
+                if (core.cid in t.allowed and t.weight / 2 < imbalance
+                        and now - t._update >= MIGRATION_COST_NS
+                        and (pick is None or t._seq < pick._seq)):  # fmt: skip
+                    pick = t
+            if pick is None:
+                return
+            self._dequeue(busiest, pick)
+            self._migrate_vruntime(pick, core)
+            self._enqueue(core, pick, pick.state)
+            if core.current is not None and not core.current.rt_prio:
+                self._arm(core)  # the running thread's slice shrank
+
     def _pull_fair(self, core: Core) -> Thread | None:
         """newidle balance: take the longest-waiting allowed thread of the busiest core."""
         busiest: Core | None = None
@@ -1385,6 +1430,9 @@ class Cpu:
         thread._last_core = core
         thread._run_start = now
         thread._update = now
+        if not core._lb_armed and self._lb_interval_ns:
+            core._lb_armed = True
+            self.env.schedule(self._lb_interval_ns, self._periodic_balance, core)
         thread._level = core.cap_cur
         if thread._preempted_idx >= 0:
             log = self.preemptions
