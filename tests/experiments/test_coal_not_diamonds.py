@@ -239,3 +239,14 @@ def test_bigger_phones_must_be_no_worse_than_the_nokia_1_in_every_cell(
     nexus_5 = checks["nexus-5 no worse than the Nokia 1 in every grid cell"]
     assert nexus_5.met is (nexus_5_drop <= 10.0)
     assert nexus_5.simulated == (100.0 if nexus_5_drop <= 10.0 else 0.0)
+
+
+def test_normal_thread_times_carry_the_cpu_targets_in_the_full_reproduction() -> None:
+    full = _checks(_results(False, _flat), quick=False)
+    # Fake video threads at Normal: Running 30 + 20 + 10 = 60 s (69.0 ± 25%: met),
+    # Runnable 10 + 10 + 5 = 25 s (58.2 within ×2 needs ≥ 29.1: not met).
+    assert full["video threads running_s, normal"] == (69.0, 60.0, True)
+    assert full["video threads runnable_s, normal"] == (58.2, 25.0, False)
+    assert full["video threads runnable_preempted_s, normal"][2] is None  # no target
+    quick = _checks(_results(True, _flat), quick=True)  # 30 s sessions: reference only
+    assert quick["video threads running_s, normal"][2] is None
