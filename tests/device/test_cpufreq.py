@@ -223,15 +223,23 @@ def test_energy_is_power_times_time_on_a_hand_computable_run() -> None:
 def test_clocks_take_only_opp_values_and_a_core_runs_one_thread(seed: int, governor: str) -> None:
     profile = load_profile("nokia-1")
     profile, _, _ = apply_cpu_knobs(profile, {"governor": governor})
-    phone = Phone(profile, seed)
+    # One thread per core, clocks on OPPs, no idle core while one waits.
+    _random_load_checked(Phone(profile, seed), threads=6, max_nice=5, min_sleep_ms=1, steps=60)
+
+
+def _random_load_checked(
+    phone: Phone, threads: int, max_nice: int, min_sleep_ms: int, steps: int
+) -> None:
+    """Threads of random nice, bursts and sleeps; the invariants checked at random times."""
     cpu = phone.cpu
     rng = phone.env.rng("test")
-    threads = [cpu.thread(f"t{k}", Fair(int(rng.integers(-5, 6)))) for k in range(6)]
-    for t in threads:
-        _busy_loop(phone, t, float(rng.integers(1, 20)) * 1e6, ms(int(rng.integers(1, 30))))
-    for _ in range(60):
+    for k in range(threads):
+        t = cpu.thread(f"t{k}", Fair(int(rng.integers(-5, max_nice + 1))))
+        sleep = ms(int(rng.integers(min_sleep_ms, 30)))
+        _busy_loop(phone, t, float(rng.integers(1, 20)) * 1e6, sleep)
+    for _ in range(steps):
         phone.env.run(phone.env.now + ms(int(rng.integers(1, 20))))
-        cpu.check_invariants()  # one thread per core, clocks on OPPs, no idle core while one waits
+        cpu.check_invariants()
 
 
 def _frame_run(overrides: dict[str, str]) -> dict[str, float]:
@@ -378,14 +386,7 @@ def test_hmp_placement_keeps_the_scheduler_consistent_under_random_load(
     seed: int, restrict: bool
 ) -> None:
     phone = _hmp_phone(seed, restrict_cluster_spill=restrict)
-    cpu = phone.cpu
-    rng = phone.env.rng("hmp")
-    threads = [cpu.thread(f"t{k}", Fair(int(rng.integers(-5, 11)))) for k in range(9)]
-    for t in threads:
-        _busy_loop(phone, t, float(rng.integers(1, 20)) * 1e6, ms(int(rng.integers(0, 30))))
-    for _ in range(80):
-        phone.env.run(phone.env.now + ms(int(rng.integers(1, 20))))
-        cpu.check_invariants()
+    _random_load_checked(phone, threads=9, max_nice=10, min_sleep_ms=0, steps=80)
 
 
 # -- RT throttling (sched_rt_runtime_us / sched_rt_period_us) ---------------------------
