@@ -19,8 +19,8 @@
   SP_SYSTEM)``, "keeps us from unnecessarily using big cores"), the LITTLE cluster
   where the profile lists none;
   ``sf_cpuset="all"`` lets it use every core, and ``"big_when_little_saturated"`` (the
-  fix of spec 04) widens its affinity to all cores at a V-Sync where every LITTLE core
-  is busy and narrows it back otherwise — an affinity change the scheduler acts on, not
+  fix of spec 04) widens its affinity to all cores at a V-Sync where every core of its
+  own cpuset is busy and narrows it back otherwise — an affinity change the scheduler acts on, not
   a cost discount.
 * **Buffers in reserve** (:meth:`BufferQueue.in_reserve`): a buffer queued before some
   time and still unlatched at a later V-Sync — what lets a slow frame go unseen
