@@ -94,12 +94,13 @@ def sniff_encoding(head: bytes) -> tuple[str, int]:
     if len(sample) >= 4:
         even, odd = sample[0::2], sample[1::2]
         # ASCII-range text in UTF-16 has a NUL in every high byte; a stray NUL character,
-        # or a supplementary character's surrogate (U+10000 is D800 DC00), puts some in
-        # the low byte too: those are tolerated up to half as many as the high byte's.
+        # a character such as U+0100, or a supplementary character's surrogate (U+10000
+        # is D800 DC00) puts some in the low byte too. So: NULs in over half of one
+        # side's bytes and more of them there than on the other side.
         n_even, n_odd = even.count(0), odd.count(0)
-        if n_odd > len(odd) // 2 and 2 * n_even < n_odd:
+        if n_odd > len(odd) // 2 and n_even < n_odd:
             return "utf-16-le", 0
-        if n_even > len(even) // 2 and 2 * n_odd < n_even:
+        if n_even > len(even) // 2 and n_odd < n_even:
             return "utf-16-be", 0
     return "utf-8", 0
 
