@@ -19,9 +19,9 @@
   SP_SYSTEM)``, "keeps us from unnecessarily using big cores"), the LITTLE cluster
   where the profile lists none;
   ``sf_cpuset="all"`` lets it use every core, and ``"big_when_little_saturated"`` (the
-  fix of spec 04) widens its affinity to all cores at a V-Sync where every core of its
-  own cpuset is busy and narrows it back otherwise — an affinity change the scheduler acts on, not
-  a cost discount.
+  responsiveness study's fix) widens its affinity to all cores at a V-Sync where every
+  core of its own cpuset is busy and narrows it back otherwise — an affinity change the
+  scheduler acts on, not a cost discount.
 * **Buffers in reserve** (:meth:`BufferQueue.in_reserve`): a buffer queued before some
   time and still unlatched at a later V-Sync — what lets a slow frame go unseen
   (buffer-aware SR/FF). With a single buffer it cannot happen: a queued buffer is
@@ -93,9 +93,10 @@ def surfaceflinger_policy(profile: DeviceProfile) -> SchedPolicy:
     return RealTime(2) if android_major(profile) >= 8 else Fair(-8)
 
 
-def sf_home_cores(cpu: Cpu) -> tuple[int, ...]:
-    """SurfaceFlinger's own cpuset: the ``system-background`` group, else LITTLE."""
-    return cpu.cpusets.get("system-background") or little_cores(cpu)
+def group_cores(cpu: Cpu, group: str) -> tuple[int, ...]:
+    """The cores of an Android cpuset group, the LITTLE cluster where the profile lists
+    none (SurfaceFlinger's own is ``system-background``)."""
+    return cpu.cpusets.get(group) or little_cores(cpu)
 
 
 def little_cores(cpu: Cpu) -> tuple[int, ...]:
@@ -220,7 +221,7 @@ class Display:
         self.width_px = profile.display.width_px
         self.height_px = profile.display.height_px
         self.period_ns = round(1e9 / profile.display.refresh_hz)
-        self.little = sf_home_cores(cpu)
+        self.little = group_cores(cpu, "system-background")
         base = config.sf_cycles_per_frame
         if base is None:
             base = profile.video.surfaceflinger_cycles_per_frame

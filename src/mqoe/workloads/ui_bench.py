@@ -31,7 +31,7 @@ import numpy.typing as npt
 from mqoe.apps.system import boot_system
 from mqoe.apps.ui import BinderService, UiApp, ui_app
 from mqoe.device.cpu import Fair, Thread
-from mqoe.device.display import SF_CPUSETS, Display, DisplayConfig, SfCpuset, little_cores
+from mqoe.device.display import SF_CPUSETS, Display, DisplayConfig, SfCpuset, group_cores
 from mqoe.device.phone import Phone
 from mqoe.engine import Event, seconds
 from mqoe.metrics.frame_causes import attribute_causes, cause_shares, clustering, severe_slow
@@ -104,9 +104,8 @@ def start_background(phone: Phone, binder: BinderService) -> None:
     apps (``background``), each group on the profile's cores for it — the LITTLE
     cluster where the profile lists none."""
     cpu = phone.cpu
-    little = little_cores(cpu)
-    system = cpu.cpusets.get("system-background") or little
-    background = cpu.cpusets.get("background") or little
+    system = group_cores(cpu, "system-background")
+    background = group_cores(cpu, "background")
     for service in boot_system(phone):
         for thread in service.threads:
             cpu.set_affinity(thread, system)

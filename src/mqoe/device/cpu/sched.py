@@ -1069,7 +1069,7 @@ class Cpu:
                 if cid not in allowed:
                     continue
                 core = cores[cid]
-                load = self._runnable_util(core, thread)
+                load = sum(self._runnable_utils(core, thread))
                 if cap - load > backup_spare:
                     backup, backup_spare = core, cap - load
                 nr = (core.current is not None) + len(core.cfs) + len(core.rt)
@@ -1096,20 +1096,12 @@ class Cpu:
                 return True
         return False
 
-    def _runnable_util(self, core: Core, exclude: Thread | None = None) -> float:
-        """Σ utilisation of the threads running or queued on ``core``."""
+    def _runnable_utils(self, core: Core, exclude: Thread | None = None) -> list[float]:
+        """The utilisation of each thread running or queued on ``core``."""
         now = self.env.now
-        load = 0.0
         cur = core.current
-        if cur is not None and cur is not exclude:
-            load += self._util_after(cur, now - cur._since)
-        for t in core.cfs:
-            if t is not exclude:
-                load += self._util_after(t, now - t._since)
-        for t in core.rt:
-            if t is not exclude:
-                load += self._util_after(t, now - t._since)
-        return load
+        threads = core.cfs + core.rt if cur is None else [cur, *core.cfs, *core.rt]
+        return [self._util_after(t, now - t._since) for t in threads if t is not exclude]
 
     def _restricted(self, dest: int, source: Core) -> bool:
         """Whether HMP's restrict_cluster_spill governs pulls from ``source`` to core
@@ -1127,23 +1119,12 @@ class Cpu:
         if hmp is None or not self._restricted(dest.cid, source):
             return True
         cap, cids = self._tiers[self._tier_of[source.cid]]
-        load = 0.0
-        nr = 0
-        now = self.env.now
-        for cid in cids:
-            core = self.cores[cid]
-            if not core.online:
-                continue
-            for t in (core.current, *core.cfs, *core.rt):
-                if t is None:
-                    continue
-                u = self._util_after(t, now - t._since)
-                if u * 100 >= hmp.upmigrate * cap:
-                    return True  # a big task on the small cluster
-                load += u
-                nr += 1
-        n = sum(1 for cid in cids if self.cores[cid].online)
-        return load >= n * cap * hmp.spill_load / 100 or nr >= n * hmp.spill_nr_run
+        online = [self.cores[cid] for cid in cids if self.cores[cid].online]
+        utils = [u for core in online for u in self._runnable_utils(core)]
+        if any(u * 100 >= hmp.upmigrate * cap for u in utils):
+            return True  # a big task on the small cluster
+        n = len(online)
+        return sum(utils) >= n * cap * hmp.spill_load / 100 or len(utils) >= n * hmp.spill_nr_run
 
     @staticmethod
     def _fair_load(core: Core) -> int:
@@ -1355,8 +1336,14 @@ class Cpu:
         """newidle balance: take the longest-waiting allowed thread of the busiest core."""
         busiest: Core | None = None
         busiest_n = 0
+        may: dict[int, bool] = {}  # per source tier: the verdict is the tier's
         for other in self.cores:
-            if other is core or not other.cfs or not self._may_pull(core, other):
+            if other is core or not other.cfs:
+                continue
+            tier = self._tier_of[other.cid]
+            if tier not in may:
+                may[tier] = self._may_pull(core, other)
+            if not may[tier]:
                 continue
             n = sum(1 for t in other.cfs if core.cid in t.allowed)
             if n > busiest_n:
@@ -1383,6 +1370,10 @@ class Cpu:
             core.rt_used_ns = end - max(start, index * period)
         else:
             core.rt_used_ns += end - start
+
+    def _rt_used(self, core: Core) -> int:
+        """RT run time on ``core`` in the current period (0 in a period it has not run)."""
+        return core.rt_used_ns if core.rt_period == self.env.now // self.rt_period_ns else 0
 
     def _throttle_rt(self, core: Core) -> None:
         """The core's RT threads used their runtime this period: the running one goes
@@ -1458,8 +1449,7 @@ class Cpu:
             slice_end = cur._run_start + max(int(ideal), self.min_granularity_ns)
             when = min(when, max(slice_end, now))
         elif cur.rt_prio and self.rt_runtime_ns != _NEVER:
-            used = core.rt_used_ns if core.rt_period == now // self.rt_period_ns else 0
-            when = min(when, now + max(1, self.rt_runtime_ns - used))
+            when = min(when, now + max(1, self.rt_runtime_ns - self._rt_used(core)))
         timer = core._timer
         if timer is not None:
             if timer.time_ns == when:
@@ -1478,8 +1468,7 @@ class Cpu:
             self._complete(core)
         elif not cur.rt_prio and core.cfs:
             self._preempt(core, PreemptKind.SLICE)
-        elif (cur.rt_prio and core.rt_used_ns >= self.rt_runtime_ns
-              and core.rt_period == self.env.now // self.rt_period_ns):  # fmt: skip
+        elif cur.rt_prio and self._rt_used(core) >= self.rt_runtime_ns:
             self._throttle_rt(core)
         else:
             self._arm(core)
