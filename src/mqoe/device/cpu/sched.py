@@ -73,6 +73,7 @@ NICE_TO_WEIGHT = (
 NICE_0_WEIGHT = 1024
 _DONE_EPS_CYCLES = 1e-6  # work below this is complete (float round-off of rate × time)
 _NEVER = 1 << 62
+_INF = math.inf
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,19 @@ class PreemptKind(IntEnum):
     SLICE = 2  # the running fair thread used up its slice
 
 
+# The members as module constants: the scheduler reads them on every switch, and an
+# attribute of an Enum class costs ~15× a global read (EnumType lookup, Python 3.11).
+_RUNNING = ThreadState.RUNNING
+_RUNNABLE = ThreadState.RUNNABLE
+_RUNNABLE_PREEMPTED = ThreadState.RUNNABLE_PREEMPTED
+_SLEEPING = ThreadState.SLEEPING
+_BLOCKED_IO = ThreadState.BLOCKED_IO
+_DEAD = ThreadState.DEAD
+_PREEMPT_RT = PreemptKind.RT
+_PREEMPT_WAKEUP = PreemptKind.WAKEUP
+_PREEMPT_SLICE = PreemptKind.SLICE
+
+
 @dataclass(frozen=True, slots=True)
 class SchedSwitch:
     """Trace record, like ftrace's sched_switch (``prev_state`` a :class:`ThreadState`)."""
@@ -166,8 +180,8 @@ class Thread:
         "_done",
         "_last_core",
         "_level",
-        "_preempted_idx",
-        "_preemptor_idx",
+        "_preempted_row",
+        "_preemptor_row",
         "_remaining",
         "_run_start",
         "_seq",
@@ -201,7 +215,7 @@ class Thread:
         self.nice = 0
         self.weight = NICE_0_WEIGHT
         self._set_policy(policy)
-        self.state = ThreadState.SLEEPING
+        self.state = _SLEEPING
         self.state_ns = [0, 0, 0, 0, 0]
         self._since = 0
         self._core: Core | None = None  # queued or running there
@@ -212,8 +226,10 @@ class Thread:
         self._run_start = 0
         self._update = 0
         self._seq = 0
-        self._preempted_idx = -1
-        self._preemptor_idx = -1
+        # Its open PreemptionLog rows: as the victim (wait not known yet), as the preemptor
+        # (run not known yet).
+        self._preempted_row: list[int] | None = None
+        self._preemptor_row: list[int] | None = None
         self._util = 0.0  # PELT utilisation, capacity units (see pelt.py)
         self._level = 0.0  # capacity of the core it runs on, at its current clock
 
@@ -234,7 +250,7 @@ class Thread:
 
     @property
     def alive(self) -> bool:
-        return self.state != ThreadState.DEAD
+        return self.state != _DEAD
 
     def __repr__(self) -> str:
         return f"Thread({self.tid}, {self.name!r}, {self.state.name})"
@@ -305,42 +321,34 @@ class Core:
 
 
 class PreemptionLog:
-    """Columnar log of involuntary switches (who preempted whom, for how long)."""
+    """Log of involuntary switches (who preempted whom, for how long), one row per
+    switch: ``[time_ns, core, victim, preemptor, kind, wait_ns, preemptor_run_ns]``.
+    ``wait_ns`` runs until the victim ran again, ``preemptor_run_ns`` is the preemptor's
+    run on that core (-1 while unknown). Rows rather than columns: a switch appends one
+    list (the scheduler fills in the rest through it); :meth:`rows` builds the columns."""
 
-    __slots__ = ("core", "kind", "preemptor", "preemptor_run_ns", "time_ns", "victim", "wait_ns")
+    __slots__ = ("_rows",)
 
     def __init__(self) -> None:
-        self.time_ns: list[int] = []
-        self.core: list[int] = []
-        self.victim: list[int] = []
-        self.preemptor: list[int] = []
-        self.kind: list[int] = []
-        self.wait_ns: list[int] = []  # until the victim ran again; -1 if it never did
-        self.preemptor_run_ns: list[int] = []  # the preemptor's run on that core; -1 if open
+        self._rows: list[list[int]] = []
 
     def __len__(self) -> int:
-        return len(self.time_ns)
+        return len(self._rows)
 
-    def _add(self, time_ns: int, core: int, victim: int, preemptor: int, kind: int) -> int:
-        self.time_ns.append(time_ns)
-        self.core.append(core)
-        self.victim.append(victim)
-        self.preemptor.append(preemptor)
-        self.kind.append(kind)
-        self.wait_ns.append(-1)
-        self.preemptor_run_ns.append(-1)
-        return len(self.time_ns) - 1
+    def _add(self, time_ns: int, core: int, victim: int, preemptor: int, kind: int) -> list[int]:
+        row = [time_ns, core, victim, preemptor, kind, -1, -1]
+        self._rows.append(row)
+        return row
 
     def rows(self) -> dict[str, list[int]]:
-        return {
-            "time_ns": self.time_ns,
-            "core": self.core,
-            "victim_tid": self.victim,
-            "preemptor_tid": self.preemptor,
-            "kind": self.kind,
-            "victim_wait_ns": self.wait_ns,
-            "preemptor_run_ns": self.preemptor_run_ns,
-        }
+        names = ("time_ns", "core", "victim_tid", "preemptor_tid", "kind",
+                 "victim_wait_ns", "preemptor_run_ns")  # fmt: skip
+        rows = self._rows
+        return {name: [row[i] for row in rows] for i, name in enumerate(names)}
+
+
+# PreemptionLog row fields the scheduler completes later.
+_ROW_TIME, _ROW_WAIT, _ROW_RUN = 0, 5, 6
 
 
 class Cpu:
@@ -434,6 +442,7 @@ class Cpu:
         self._tiers: tuple[tuple[float, tuple[int, ...]], ...] = tuple(
             (cap, tuple(c.cid for c in self.cores if c.cap_orig == cap)) for cap in caps
         )
+        self._on_timer_cb = self._on_timer  # bound once: _arm schedules it on every switch
         self._start_policies(profile)
 
     def _start_policies(self, profile: DeviceProfile) -> None:
@@ -512,7 +521,7 @@ class Cpu:
 
         ``cycles=math.inf`` is a busy loop: the thread stays runnable until it exits.
         """
-        if thread.state == ThreadState.DEAD:
+        if thread.state == _DEAD:
             raise RuntimeError(f"{thread!r} has exited")
         if thread._done is not None:
             raise RuntimeError(f"{thread!r} already has work; wait for its event first")
@@ -526,9 +535,9 @@ class Cpu:
 
     def set_io_wait(self, thread: Thread, waiting: bool) -> None:
         """Mark a sleeping thread as blocked on I/O (D state) or back to plain sleeping."""
-        if thread._done is not None or thread.state == ThreadState.DEAD:
+        if thread._done is not None or thread.state == _DEAD:
             raise RuntimeError(f"{thread!r} is not sleeping; only a sleeping thread waits on I/O")
-        self._set_state(thread, ThreadState.BLOCKED_IO if waiting else ThreadState.SLEEPING)
+        self._set_state(thread, _BLOCKED_IO if waiting else _SLEEPING)
 
     def set_affinity(self, thread: Thread, cpus: tuple[int, ...] | list[int] | None) -> None:
         """Change a thread's cpuset; a thread on a core it may no longer use moves at once."""
@@ -612,7 +621,7 @@ class Cpu:
                 if not running.rt_prio:
                     core.fair_weight -= running.weight
                 running._core = None
-                self._set_state(running, ThreadState.RUNNABLE_PREEMPTED)
+                self._set_state(running, _RUNNABLE_PREEMPTED)
                 moved.append(running)
             for thread in list(core.rt) + list(core.cfs):
                 self._dequeue(core, thread)
@@ -639,7 +648,7 @@ class Cpu:
         """The thread dies (process killed): it leaves the CPU at once. Its pending work's
         event still fires, so code waiting on it can see ``thread.alive`` is False and
         clean up (release a stall, stop) instead of waiting forever."""
-        if thread.state == ThreadState.DEAD:
+        if thread.state == _DEAD:
             return
         core = self._detach(thread)
         if core is not None:
@@ -651,7 +660,7 @@ class Cpu:
             util = self._util_after(thread, self.env.now - thread._since)
             self._sync_util(last)
             last.util = max(0.0, last.util - util)
-        self._set_state(thread, ThreadState.DEAD)
+        self._set_state(thread, _DEAD)
         if done is not None:
             done.succeed()
 
@@ -666,7 +675,7 @@ class Cpu:
             self._account_policy(policy)
         now = self.env.now
         for thread in self.threads:
-            if thread.state != ThreadState.DEAD:
+            if thread.state != _DEAD:
                 elapsed = now - thread._since
                 thread.state_ns[thread.state] += elapsed
                 if elapsed:  # as _set_state: a mid-run snapshot keeps PELT current
@@ -694,11 +703,11 @@ class Cpu:
                     "process": t.process,
                     "policy": "rt" if t.rt_prio else "fair",
                     "priority": t.rt_prio if t.rt_prio else t.nice,
-                    "running_ns": t.state_ns[ThreadState.RUNNING],
-                    "runnable_ns": t.state_ns[ThreadState.RUNNABLE],
-                    "runnable_preempted_ns": t.state_ns[ThreadState.RUNNABLE_PREEMPTED],
-                    "sleeping_ns": t.state_ns[ThreadState.SLEEPING],
-                    "blocked_io_ns": t.state_ns[ThreadState.BLOCKED_IO],
+                    "running_ns": t.state_ns[_RUNNING],
+                    "runnable_ns": t.state_ns[_RUNNABLE],
+                    "runnable_preempted_ns": t.state_ns[_RUNNABLE_PREEMPTED],
+                    "sleeping_ns": t.state_ns[_SLEEPING],
+                    "blocked_io_ns": t.state_ns[_BLOCKED_IO],
                 }
             )
         return rows
@@ -708,15 +717,15 @@ class Cpu:
         for core in self.cores:
             cur = core.current
             if cur is not None:
-                assert cur.state == ThreadState.RUNNING and cur._core is core, cur
+                assert cur.state == _RUNNING and cur._core is core, cur
                 assert core.cid in cur.allowed, f"{cur!r} runs on disallowed core {core.cid}"
             weight = sum(t.weight for t in core.cfs)
             weight += cur.weight if cur is not None and not cur.rt_prio else 0
             assert weight == core.fair_weight, (core, weight, core.fair_weight)
             for queued in core.rt + core.cfs:
                 assert queued._core is core and queued.state in (
-                    ThreadState.RUNNABLE,
-                    ThreadState.RUNNABLE_PREEMPTED,
+                    _RUNNABLE,
+                    _RUNNABLE_PREEMPTED,
                 ), queued
                 assert core.cid in queued.allowed, queued
                 if queued.rt_prio and core.rt_throttled:
@@ -752,9 +761,10 @@ class Cpu:
 
     def _set_state(self, thread: Thread, state: ThreadState) -> None:
         now = self.env.now
-        if thread.state != ThreadState.DEAD:
+        old = thread.state
+        if old != _DEAD:
             elapsed = now - thread._since
-            thread.state_ns[thread.state] += elapsed
+            thread.state_ns[old] += elapsed
             if elapsed and self.track_util:
                 thread._util = self._util_after(thread, elapsed)
         thread.state = state
@@ -766,14 +776,14 @@ class Cpu:
         (running accrues at its core's current capacity: frequency- and
         capacity-invariant)."""
         decay: float = 0.5 ** (elapsed / UTIL_HALFLIFE_NS)
-        level = thread._level if thread.state == ThreadState.RUNNING else 0.0
+        level = thread._level if thread.state == _RUNNING else 0.0
         return thread._util * decay + level * (1.0 - decay)
 
     def _sync_thread(self, thread: Thread) -> None:
         """Bring a thread's state time and utilisation up to now (state unchanged)."""
         now = self.env.now
         elapsed = now - thread._since
-        if elapsed and thread.state != ThreadState.DEAD:
+        if elapsed and thread.state != _DEAD:
             thread.state_ns[thread.state] += elapsed
             thread._util = self._util_after(thread, elapsed)
             thread._since = now
@@ -851,20 +861,15 @@ class Cpu:
             return
         cur._update = now
         cur._remaining -= delta * core.rate
-        if not cur.rt_prio:
-            cur._vruntime += delta * NICE_0_WEIGHT / cur.weight
-            self._update_min_vruntime(core)
-        else:
+        if cur.rt_prio:
             self._charge_rt(core, now - delta, now)
-
-    @staticmethod
-    def _update_min_vruntime(core: Core) -> None:
-        cur = core.current
-        lowest = cur._vruntime if cur is not None and not cur.rt_prio else math.inf
+            return
+        lowest = cur._vruntime = cur._vruntime + delta * NICE_0_WEIGHT / cur.weight
+        # update_min_vruntime: the core's min_vruntime follows its lowest fair thread.
         for t in core.cfs:
             if t._vruntime < lowest:
                 lowest = t._vruntime
-        if lowest != math.inf and lowest > core.min_vruntime:
+        if lowest > core.min_vruntime:
             core.min_vruntime = lowest
 
     # -- run queues -------------------------------------------------------------------
@@ -876,7 +881,7 @@ class Cpu:
             return None
         if core.current is thread:
             self._update_curr(core)
-            self._put_prev(core, ThreadState.RUNNABLE)
+            self._put_prev(core, _RUNNABLE)
         self._dequeue(core, thread)
         return core
 
@@ -892,7 +897,7 @@ class Cpu:
             self._attach(thread, core)
         thread._last_core = core
         policy = core.policy
-        if policy is not None and policy.wants_enqueue and state == ThreadState.RUNNABLE:
+        if policy is not None and policy.wants_enqueue and state == _RUNNABLE:
             policy.governor.on_enqueue(policy, core)
         if thread.rt_prio:
             core.rt.append(thread)
@@ -936,17 +941,17 @@ class Cpu:
 
     def _place_rt(self, thread: Thread) -> None:
         core = self._select_rt_core(thread)
-        self._enqueue(core, thread, ThreadState.RUNNABLE)
+        self._enqueue(core, thread, _RUNNABLE)
         if core.rt_throttled:
             return  # it waits for the period's end
         cur = core.current
         if cur is None:
             self._pick_next(core)
         elif cur.rt_prio < thread.rt_prio:
-            self._preempt(core, PreemptKind.RT)
+            self._preempt(core, _PREEMPT_RT)
 
     def _place_fair(self, thread: Thread, core: Core, waking: bool) -> None:
-        self._enqueue(core, thread, ThreadState.RUNNABLE)
+        self._enqueue(core, thread, _RUNNABLE)
         cur = core.current
         if cur is None:
             self._pick_next(core)
@@ -956,7 +961,7 @@ class Cpu:
             self._update_curr(core)
             gran = self.wakeup_granularity_ns * NICE_0_WEIGHT / thread.weight
             if waking and cur._vruntime - thread._vruntime > gran:
-                self._preempt(core, PreemptKind.WAKEUP)
+                self._preempt(core, _PREEMPT_WAKEUP)
             else:
                 self._arm(core)  # the running thread's slice shrank
 
@@ -1162,19 +1167,21 @@ class Cpu:
         """The running thread is switched out while runnable; the best queued one runs."""
         victim = core.current
         assert victim is not None
-        self._update_curr(core)
+        if victim._update != self.env.now:  # else charged already (a slice end, say)
+            self._update_curr(core)
         if victim._remaining <= _DONE_EPS_CYCLES:
             self._complete(core)
             return
-        self._put_prev(core, ThreadState.RUNNABLE_PREEMPTED)
+        self._put_prev(core, _RUNNABLE_PREEMPTED)
         self._pick_next(core)
         preemptor = core.current
         if preemptor is not None and preemptor is not victim:
             now = self.env.now
-            idx = self.preemptions._add(now, core.cid, victim.tid, preemptor.tid, kind)
-            victim._preempted_idx = idx
-            preemptor._preemptor_idx = idx
-        if victim.state != ThreadState.RUNNING:
+            row = self.preemptions._add(now, core.cid, victim.tid, preemptor.tid, kind)
+            victim._preempted_row = row
+            preemptor._preemptor_row = row
+        # _rebalance has work only for an RT thread or when a core is idle.
+        if victim.state != _RUNNING and (victim.rt_prio or self._n_idle):
             self._rebalance(victim)
 
     def _put_prev(self, core: Core, state: ThreadState) -> None:
@@ -1190,10 +1197,22 @@ class Cpu:
             self._n_cfs_queued += 1
         self._seq += 1
         prev._seq = self._seq
-        self._set_state(prev, state)
+        # _set_state(prev, state), inlined on this hot path (prev was running: not dead).
+        now = self.env.now
+        elapsed = now - prev._since
+        prev.state_ns[_RUNNING] += elapsed
+        if elapsed and self.track_util:
+            prev._util = self._util_after(prev, elapsed)
+        prev.state = state
+        prev._since = now
 
     def _stop_running(self, core: Core, prev: Thread) -> None:
-        self._account(core)
+        now = self.env.now
+        elapsed = now - core._acct_t  # _account, inlined for a busy core: the hot path
+        if elapsed:
+            core.busy_opp_ns[core._opp_i] += elapsed
+            core._busy_total += elapsed
+            core._acct_t = now
         if self.track_util:
             self._sync_util(core)
         policy = core.policy
@@ -1203,14 +1222,17 @@ class Cpu:
         policy.n_busy -= 1
         core.current = None
         self._n_idle += 1
-        if core._timer is not None:
-            core._timer.cancel()
+        timer = core._timer
+        if timer is not None:
+            timer.cancel()
             core._timer = None
-        if prev._preemptor_idx >= 0:
-            self.preemptions.preemptor_run_ns[prev._preemptor_idx] = self.env.now - prev._run_start
-            prev._preemptor_idx = -1
-        if self.env.trace.enabled:
-            self.env.trace.emit(SchedSwitch(self.env.now, core.cid, prev.tid, int(prev.state), 0))
+        row = prev._preemptor_row
+        if row is not None:
+            row[_ROW_RUN] = now - prev._run_start
+            prev._preemptor_row = None
+        trace = self.env.trace
+        if trace.enabled:
+            trace.emit(SchedSwitch(now, core.cid, prev.tid, int(prev.state), 0))
 
     def _rebalance(self, thread: Thread) -> None:
         """A thread just preempted moves to an idle allowed core, or an RT one is pushed."""
@@ -1238,15 +1260,15 @@ class Cpu:
         if target.current is None:
             self._pick_next(target)
         else:
-            self._preempt(target, PreemptKind.RT)
+            self._preempt(target, _PREEMPT_RT)
 
     def _pick_next(self, core: Core) -> None:
         """Choose what an idle core runs: RT (own or pulled), then CFS (own or pulled)."""
         assert core.current is None
-        best: Thread | None = None
-        if core.rt_throttled:
-            self._pick_fair(core)
+        if core.rt_throttled or not (core.rt or self._n_rt_queued):
+            self._pick_fair(core)  # no RT thread may run here
             return
+        best: Thread | None = None
         for t in core.rt:
             if (
                 best is None
@@ -1278,15 +1300,15 @@ class Cpu:
 
     def _pick_fair(self, core: Core) -> None:
         """The CFS half of :meth:`_pick_next`: the core's leftmost thread, else a pull."""
-        best: Thread | None = None
-        if core.cfs:
-            best = core.cfs[0]
-            for t in core.cfs:
-                if t._vruntime < best._vruntime or (
-                    t._vruntime == best._vruntime and t._seq < best._seq
-                ):
-                    best = t
-            core.cfs.remove(best)
+        cfs = core.cfs
+        if cfs:
+            best = cfs[0]
+            lowest = best._vruntime
+            for t in cfs:
+                vruntime = t._vruntime
+                if vruntime < lowest or (vruntime == lowest and t._seq < best._seq):
+                    best, lowest = t, vruntime
+            cfs.remove(best)
             self._n_cfs_queued -= 1
             self._switch_in(core, best)
             return
@@ -1379,7 +1401,7 @@ class Cpu:
         """The core's RT threads used their runtime this period: the running one goes
         back to its queue and fair threads run until the period ends (sched_rt_runtime)."""
         core.rt_throttled = True
-        self._put_prev(core, ThreadState.RUNNABLE_PREEMPTED)
+        self._put_prev(core, _RUNNABLE_PREEMPTED)
         self._pick_next(core)
         now = self.env.now
         period = self.rt_period_ns
@@ -1396,12 +1418,14 @@ class Cpu:
         if cur is None:
             self._pick_next(core)
         elif not cur.rt_prio or max(t.rt_prio for t in core.rt) > cur.rt_prio:
-            self._preempt(core, PreemptKind.RT)
+            self._preempt(core, _PREEMPT_RT)
 
     def _switch_in(self, core: Core, thread: Thread) -> None:
         now = self.env.now
-        self._account(core)
-        if self.track_util:
+        if core._acct_t != now:  # else already accounted, as the previous thread left
+            self._account(core)
+        track_util = self.track_util
+        if track_util:
             self._sync_util(core)
         policy = core.policy
         assert policy is not None
@@ -1416,7 +1440,7 @@ class Cpu:
         core.current = thread
         self._n_idle -= 1
         thread._core = core
-        if thread._last_core is not core and self.track_util:
+        if thread._last_core is not core and track_util:
             self._attach(thread, core)
         thread._last_core = core
         thread._run_start = now
@@ -1425,13 +1449,20 @@ class Cpu:
             core._lb_armed = True
             self.env.schedule(self._lb_interval_ns, self._periodic_balance, core)
         thread._level = core.cap_cur
-        if thread._preempted_idx >= 0:
-            log = self.preemptions
-            log.wait_ns[thread._preempted_idx] = now - log.time_ns[thread._preempted_idx]
-            thread._preempted_idx = -1
-        self._set_state(thread, ThreadState.RUNNING)
-        if self.env.trace.enabled:
-            self.env.trace.emit(SchedSwitch(now, core.cid, 0, int(ThreadState.RUNNING), thread.tid))
+        row = thread._preempted_row
+        if row is not None:
+            row[_ROW_WAIT] = now - row[_ROW_TIME]
+            thread._preempted_row = None
+        # _set_state(thread, _RUNNING), inlined on this hot path (a queued thread: not dead).
+        elapsed = now - thread._since
+        thread.state_ns[thread.state] += elapsed
+        if elapsed and track_util:
+            thread._util = self._util_after(thread, elapsed)
+        thread.state = _RUNNING
+        thread._since = now
+        trace = self.env.trace
+        if trace.enabled:
+            trace.emit(SchedSwitch(now, core.cid, 0, int(_RUNNING), thread.tid))
         self._arm(core)
 
     def _arm(self, core: Core) -> None:
@@ -1440,16 +1471,30 @@ class Cpu:
         assert cur is not None
         now = self.env.now
         remaining = cur._remaining
-        # Unbounded work (a busy loop) never completes; only a slice end can stop it.
-        when = now + max(1, math.ceil(remaining / core.rate)) if remaining != math.inf else _NEVER
-        if not cur.rt_prio and core.cfs:
-            n = len(core.cfs) + 1
-            period = max(self.latency_ns, n * self.min_granularity_ns)
-            ideal = period * cur.weight / core.fair_weight
-            slice_end = cur._run_start + max(int(ideal), self.min_granularity_ns)
-            when = min(when, max(slice_end, now))
-        elif cur.rt_prio and self.rt_runtime_ns != _NEVER:
-            when = min(when, now + max(1, self.rt_runtime_ns - self._rt_used(core)))
+        # Conditional expressions instead of min() / max() below: this runs on every
+        # switch, and they pick the same operand as the builtins would (ties included).
+        if remaining == _INF:
+            when = _NEVER  # unbounded work (a busy loop): only a slice end can stop it
+        else:
+            needed = math.ceil(remaining / core.rate)
+            when = now + (needed if needed > 1 else 1)
+        cfs = core.cfs
+        if not cur.rt_prio:
+            if cfs:
+                min_gran = self.min_granularity_ns
+                span = (len(cfs) + 1) * min_gran
+                period = span if span > self.latency_ns else self.latency_ns
+                ideal = int(period * cur.weight / core.fair_weight)
+                slice_end = cur._run_start + (min_gran if min_gran > ideal else ideal)
+                if slice_end < now:
+                    slice_end = now
+                if slice_end < when:
+                    when = slice_end
+        elif self.rt_runtime_ns != _NEVER:
+            budget = self.rt_runtime_ns - self._rt_used(core)
+            budget_end = now + (budget if budget > 1 else 1)
+            if budget_end < when:
+                when = budget_end
         timer = core._timer
         if timer is not None:
             if timer.time_ns == when:
@@ -1457,7 +1502,7 @@ class Cpu:
             timer.cancel()
             core._timer = None
         if when != _NEVER:
-            core._timer = self.env.schedule(when - now, self._on_timer, core)
+            core._timer = self.env.schedule(when - now, self._on_timer_cb, core)
 
     def _on_timer(self, core: Core) -> None:
         core._timer = None
@@ -1467,7 +1512,7 @@ class Cpu:
         if cur._remaining <= _DONE_EPS_CYCLES:
             self._complete(core)
         elif not cur.rt_prio and core.cfs:
-            self._preempt(core, PreemptKind.SLICE)
+            self._preempt(core, _PREEMPT_SLICE)
         elif cur.rt_prio and self._rt_used(core) >= self.rt_runtime_ns:
             self._throttle_rt(core)
         else:
@@ -1483,7 +1528,7 @@ class Cpu:
         thread._core = None
         thread._remaining = 0.0
         done, thread._done = thread._done, None
-        self._set_state(thread, ThreadState.SLEEPING)
+        self._set_state(thread, _SLEEPING)
         assert done is not None
         done.succeed()
         self._pick_next(core)
