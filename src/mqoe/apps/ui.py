@@ -54,6 +54,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mqoe.analysis.layout import OverdrawStats, ViewNode, overdraw
+from mqoe.device.binder import TRANSACTION_CYCLES, BinderPool
 from mqoe.device.cpu import Fair, SchedPolicy, Thread, ThreadState
 from mqoe.device.display import BufferQueue, Display, android_major
 from mqoe.device.phone import Phone
@@ -99,9 +100,8 @@ class RenderCosts:
     upload_cycles_per_mpixel: float = 6.0e6
     # Decoding an image on a worker (assumed: libjpeg-turbo ≈ 45 Mpx/s on a 1.8 GHz A53).
     decode_cycles_per_mpixel: float = 40e6
-    # A Binder round trip beyond the server's own work (assumed: ~30 µs on an A53:
-    # the driver's copy and two context switches).
-    binder_transaction_cycles: float = 50_000.0
+    # A Binder round trip beyond the server's own work (mqoe.device.binder).
+    binder_transaction_cycles: float = TRANSACTION_CYCLES
     # Frame-to-frame spread of UI work (content varies): sigma of a mean-one lognormal.
     frame_cost_sigma: float = 0.25
 
@@ -414,50 +414,17 @@ def draw_cycles(hierarchy: ViewHierarchy, costs: RenderCosts) -> float:
 # -- services an app uses ---------------------------------------------------------------
 
 
-class BinderService:
-    """system_server's Binder thread pool: a synchronous transaction waits (sleeping)
-    while one of the pool's threads runs the server side at the caller's nice (the
-    Binder driver's priority inheritance), FIFO when every thread is busy."""
+class BinderService(BinderPool):
+    """system_server's Binder thread pool (see :class:`mqoe.device.binder.BinderPool`)."""
 
     def __init__(self, phone: Phone, threads: int = 4, costs: RenderCosts | None = None) -> None:
         # threads: assumed concurrently busy binder threads (system_server's pool allows 31)
-        if threads < 1:
-            raise ValueError("a Binder pool needs at least one thread")
         self.phone = phone
         self.costs = costs or RenderCosts()
-        self._queue: deque[tuple[float, SchedPolicy, Event]] = deque()
-        self._idle: list[Event] = []
-        self.calls = 0
-        self.threads = [
-            phone.cpu.thread(f"binder:{k + 1}", Fair(0), process="system_server")
-            for k in range(threads)
-        ]
-        for thread in self.threads:
-            phone.env.process(self._serve(thread), thread.name)
-
-    def call(self, client: Thread, server_cycles: float) -> Generator[Event, object, None]:
-        """A synchronous transaction from ``client`` (``yield from`` it)."""
-        done = Event(self.phone.env)
-        cycles = server_cycles + self.costs.binder_transaction_cycles
-        self._queue.append((cycles, client.policy, done))
-        self.calls += 1
-        if self._idle:
-            self._idle.pop().succeed()
-        yield done
-
-    def _serve(self, thread: Thread) -> Generator[Event, object, None]:
-        env, cpu = self.phone.env, self.phone.cpu
-        while True:
-            if not self._queue:
-                wake = Event(env)
-                self._idle.append(wake)
-                yield wake
-                continue
-            cycles, policy, done = self._queue.popleft()
-            if thread.policy != policy:
-                cpu.set_policy(thread, policy)
-            yield cpu.run(thread, cycles)
-            done.succeed()
+        super().__init__(
+            phone.env, phone.cpu, "system_server", threads,
+            transaction_cycles=self.costs.binder_transaction_cycles,
+        )  # fmt: skip
 
 
 class _Workers:
@@ -841,14 +808,11 @@ class UiApp:
                 continue
             frame, self._pending = self._pending, None
             t0 = env.now
-            sf_delay = 0
-            if not surface.try_dequeue():
-                value = yield surface.wait_dequeue()
-                sf_delay = value if isinstance(value, int) else 0
+            sf_delay = yield from surface.dequeue(render)
             draw_start = env.now
             running0, runnable0 = states[_RUNNING], states[_RUNNABLE] + states[_PREEMPTED]
             yield cpu.run(render, frame.draw_cycles)
-            surface.queue()
+            yield from surface.queue_buffer(render)
             self._records.append(
                 (
                     self.spec.key, len(self._records), frame.action, frame.intended_ns,

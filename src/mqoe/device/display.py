@@ -22,6 +22,12 @@
   responsiveness study's fix) widens its affinity to all cores at a V-Sync where every
   core of its own cpuset is busy and narrows it back otherwise — an affinity change the
   scheduler acts on, not a cost discount.
+* **The app's buffer calls** (:meth:`BufferQueue.dequeue`, :meth:`BufferQueue.queue_buffer`):
+  before Android 12 (BLAST) the BufferQueue lives in SurfaceFlinger, so each
+  ``dequeueBuffer`` and ``queueBuffer`` is a Binder transaction served by one of
+  SurfaceFlinger's four pool threads (:mod:`mqoe.device.binder`) on SurfaceFlinger's
+  cores, at the caller's priority. Saturated LITTLE cores therefore hold up the app's
+  RenderThread itself, and the cpuset fix widens the pool along with the main thread.
 * **Buffers in reserve** (:meth:`BufferQueue.in_reserve`): a buffer queued before some
   time and still unlatched at a later V-Sync — what lets a slow frame go unseen
   (buffer-aware SR/FF). With a single buffer it cannot happen: a queued buffer is
@@ -43,12 +49,16 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from mqoe.device.binder import BinderPool
 from mqoe.device.cpu import Cpu, Fair, RealTime, SchedPolicy, Thread, ThreadState
 from mqoe.device.profiles import DeviceProfile
 from mqoe.engine import Environment, Event
 
 SfCpuset = Literal["little", "all", "big_when_little_saturated"]
 SF_CPUSETS: tuple[str, ...] = ("little", "all", "big_when_little_saturated")
+# Android 12 moved the BufferQueue into the app (BLASTBufferQueue): from then on
+# dequeueBuffer / queueBuffer no longer call into SurfaceFlinger.
+BLAST_ANDROID = 12
 
 # The panel that profile.video.surfaceflinger_cycles_per_frame is quoted for (assumed:
 # a full-HD 1080x1920 screen, the most common panel of the 2016-2018 phones profiled).
@@ -68,6 +78,17 @@ class DisplayConfig:
     sf_cycles_per_frame: float | None = None
     # LITTLE-saturation samples per V-Sync period (assumed: 2 resolves a 16.7 ms frame).
     samples_per_vsync: int = 2
+    # SurfaceFlinger's Binder threads (main_surfaceflinger.cpp, Android 7-9:
+    # ``ProcessState::self()->setThreadPoolMaxThreadCount(4)``).
+    sf_binder_threads: int = 4
+    # Server-side work of one dequeueBuffer or queueBuffer transaction, reference cycles
+    # (assumed: ~35 µs on a 1.8 GHz A53: BufferQueueProducer's slot search or queue
+    # bookkeeping under the BufferQueue's lock, the fence dup, the frame-available
+    # callback). 0 with ``producer_binder`` off.
+    bq_call_cycles: float = 60_000.0
+    # Whether the app's dequeueBuffer / queueBuffer are Binder calls into SurfaceFlinger
+    # (the BufferQueue lives there before Android 12's BLAST); None: by Android version.
+    producer_binder: bool | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.buffers <= 8:
@@ -78,6 +99,10 @@ class DisplayConfig:
             raise ValueError("sf_cycles_per_frame must not be negative")
         if self.samples_per_vsync < 1:
             raise ValueError("samples_per_vsync must be at least 1")
+        if self.sf_binder_threads < 1:
+            raise ValueError("sf_binder_threads must be at least 1")
+        if self.bq_call_cycles < 0:
+            raise ValueError("bq_call_cycles must not be negative")
 
 
 def android_major(profile: DeviceProfile) -> int:
@@ -143,6 +168,27 @@ class BufferQueue:
         event = Event(self.display.env)
         self._waiters.append(event)
         return event
+
+    def dequeue(self, client: Thread) -> Generator[Event, object, int]:
+        """The app's ``dequeueBuffer`` from ``client`` (``yield from`` it): a Binder call
+        into SurfaceFlinger where the BufferQueue lives there, then a free buffer, waiting
+        for one when none is; returns the scheduling delay of the composition that
+        released the buffer waited for (0 without a wait)."""
+        display = self.display
+        if display.producer_binder:
+            yield from display.sf_binder.call(client, display.config.bq_call_cycles)
+        if self.try_dequeue():
+            return 0
+        value = yield self.wait_dequeue()
+        return value if isinstance(value, int) else 0
+
+    def queue_buffer(self, client: Thread) -> Generator[Event, object, None]:
+        """The app's ``queueBuffer`` from ``client`` (``yield from`` it): a Binder call
+        into SurfaceFlinger where the BufferQueue lives there, then :meth:`queue`."""
+        display = self.display
+        if display.producer_binder:
+            yield from display.sf_binder.call(client, display.config.bq_call_cycles)
+        self.queue()
 
     def queue(self) -> None:
         """The app queues its drawn buffer; SurfaceFlinger latches it at a V-Sync."""
@@ -229,6 +275,12 @@ class Display:
         policy = config.sf_policy or surfaceflinger_policy(profile)
         cpus = None if config.sf_cpuset == "all" else self.little
         self.sf_thread = cpu.thread("surfaceflinger", policy, process="surfaceflinger", cpus=cpus)
+        self.sf_binder = BinderPool(env, cpu, "surfaceflinger", config.sf_binder_threads, cpus=cpus)
+        self.producer_binder = (
+            android_major(profile) < BLAST_ANDROID
+            if config.producer_binder is None
+            else config.producer_binder
+        )
         self._widened = False
         self.surfaces: list[BufferQueue] = []
         self._wake: Event | None = None
@@ -323,7 +375,9 @@ class Display:
         widen = little_busy == len(self.little)
         if widen != self._widened:
             self._widened = widen
-            self.cpu.set_affinity(self.sf_thread, None if widen else self.little)
+            cpus = None if widen else self.little
+            self.cpu.set_affinity(self.sf_thread, cpus)
+            self.sf_binder.set_affinity(cpus)
 
     def _sample(self, _: object) -> None:
         cores = self.cpu.cores
