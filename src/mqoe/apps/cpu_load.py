@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
 from typing import Literal
 
 from mqoe.device.cpu import SchedPolicy, Thread
 from mqoe.device.phone import Phone
-from mqoe.engine import Event, seconds
+from mqoe.engine import seconds
 
 
 class CpuHog:
@@ -51,17 +50,32 @@ class BurstThread:
         self.burst_cycles = burst_cycles
         self.arrivals = arrivals
         self.bursts = 0
-        phone.env.process(self._loop(), name)
+        self._rng = phone.env.rng(f"burst:{self.thread.name}")
+        self._mean_gap_ns = seconds(1.0 / rate_hz)
+        self._gaps: list[float] = []  # exponential draws not used yet, next last
+        # Callbacks rather than a generator process (this runs on every burst); the
+        # first step is scheduled now, at the instant and in the order a process's would.
+        phone.env.schedule(0, self._next)
 
-    def _loop(self) -> Generator[Event, None, None]:
-        env, cpu = self.phone.env, self.phone.cpu
-        rng = env.rng(f"burst:{self.thread.name}")
-        mean_gap_ns = seconds(1.0 / self.rate_hz)
-        while True:
-            if self.arrivals == "poisson":
-                gap = max(1, round(rng.exponential(mean_gap_ns)))
-            else:
-                gap = mean_gap_ns
-            yield env.timeout(gap)
-            yield cpu.run(self.thread, self.burst_cycles)
-            self.bursts += 1
+    def _next(self, _: object = None) -> None:
+        """Sleep until the next arrival."""
+        if self.arrivals == "poisson":
+            gaps = self._gaps
+            if not gaps:
+                # Draws in blocks: a Generator's exponential draws are the same values,
+                # in the same order, one at a time or as an array (the stream is this
+                # thread's own).
+                gaps.extend(reversed(self._rng.exponential(self._mean_gap_ns, 64).tolist()))
+            gap = max(1, round(gaps.pop()))
+        else:
+            gap = self._mean_gap_ns
+        self.phone.env.schedule(gap, self._burst)
+
+    def _burst(self, _: object) -> None:
+        done = self.phone.cpu.run(self.thread, self.burst_cycles)
+        assert done.callbacks is not None  # a fresh event: it fires once the work is done
+        done.callbacks.append(self._finished)
+
+    def _finished(self, _: object) -> None:
+        self.bursts += 1
+        self._next()

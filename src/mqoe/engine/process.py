@@ -13,12 +13,17 @@ if TYPE_CHECKING:
     from mqoe.engine.kernel import Environment
 
 
+# Event states, as module constants for the hot paths (a global read is cheaper than
+# a class attribute's).
+_PENDING, _TRIGGERED, _PROCESSED = 0, 1, 2
+
+
 class Event:
     """Something that happens once; callbacks run when it fires, in insertion order."""
 
-    PENDING = 0
-    TRIGGERED = 1  # scheduled to fire
-    PROCESSED = 2  # fired; callbacks have run
+    PENDING = _PENDING
+    TRIGGERED = _TRIGGERED  # scheduled to fire
+    PROCESSED = _PROCESSED  # fired; callbacks have run
 
     __slots__ = ("_state", "callbacks", "env", "value")
 
@@ -27,7 +32,7 @@ class Event:
         # None once processed (late waiters are resumed through the heap instead).
         self.callbacks: list[Callable[[Event], None]] | None = []
         self.value: Any = None
-        self._state = Event.PENDING
+        self._state = _PENDING
 
     @property
     def triggered(self) -> bool:
@@ -39,16 +44,16 @@ class Event:
 
     def succeed(self, value: Any = None) -> Event:
         """Fire this event at the current instant (after the running callback returns)."""
-        if self._state != Event.PENDING:
+        if self._state != _PENDING:
             raise RuntimeError("event has already been triggered")
-        self._state = Event.TRIGGERED
+        self._state = _TRIGGERED
         self.value = value
         self.env._push_event(0, self)
         return self
 
     def _trigger(self) -> None:
         """Fire: run the callbacks once (called by the kernel when the event is due)."""
-        self._state = Event.PROCESSED
+        self._state = _PROCESSED
         callbacks, self.callbacks = self.callbacks, None
         if callbacks:
             for callback in callbacks:

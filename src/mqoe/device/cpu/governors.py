@@ -282,7 +282,7 @@ class _Windowed:
     def __init__(self) -> None:
         self._policy: FreqPolicy | None = None
         self._timer: Timer | None = None
-        self._busy: dict[int, int] = {}
+        self._busy: list[int] = []  # each CPU's busy time at the window's start
         self._window_start = 0
 
     def start(self, policy: FreqPolicy) -> None:
@@ -293,25 +293,40 @@ class _Windowed:
     def _arm(self, policy: FreqPolicy, period_ns: int) -> None:
         self._timer = policy.schedule(period_ns, self._on_timer)
 
-    def _open_window(self, policy: FreqPolicy, busy: dict[int, int] | None = None) -> None:
-        """A new window from now; ``busy``: the CPUs' busy times now, if already read."""
-        self._window_start = policy.now
-        if busy is None:
-            busy = {core.cid: policy.busy_ns(core) for core in policy.cores}
-        self._busy = busy
+    @staticmethod
+    def _read_busy(policy: FreqPolicy) -> list[int]:
+        """The CPUs' cumulative busy times now, in ``policy.cores`` order: as
+        ``policy.busy_ns`` gives them, read without accounting (a running core has
+        been busy since its last accounting; an idle or offline one adds nothing)."""
+        now = policy.cpu.env.now
+        return [
+            core._busy_total + (now - core._acct_t if core.current is not None else 0)
+            for core in policy.cores
+        ]
 
-    def _load_pct(self, policy: FreqPolicy, busy: dict[int, int]) -> float:
-        """The busiest online CPU's busy share of the window (0–100), from the CPUs'
-        busy times now."""
-        wall = policy.now - self._window_start
-        if wall <= 0:
-            return 0.0
+    def _open_window(self, policy: FreqPolicy, busy: list[int] | None = None) -> None:
+        """A new window from now; ``busy``: the CPUs' busy times now, if already read."""
+        self._window_start = policy.cpu.env.now
+        self._busy = self._read_busy(policy) if busy is None else busy
+
+    def _window_load(self, policy: FreqPolicy) -> tuple[float, list[int]]:
+        """The busiest online CPU's busy share of the window (0–100), and the CPUs'
+        busy times now (read once: the next window starts from them)."""
+        now = policy.cpu.env.now
+        busy: list[int] = []
         best = 0
-        for core in policy.cores:
-            ran = busy[core.cid] - self._busy.get(core.cid, 0)
-            if core.online and ran > best:
+        for core, start_busy in zip(policy.cores, self._busy, strict=True):
+            total = core._busy_total  # as _read_busy
+            if core.current is not None:
+                total += now - core._acct_t
+            busy.append(total)
+            ran = total - start_busy
+            if ran > best and core.online:
                 best = ran
-        return min(100.0, 100.0 * best / wall)
+        wall = now - self._window_start
+        if wall <= 0:
+            return 0.0, busy
+        return min(100.0, 100.0 * best / wall), busy
 
     def on_busy(self, policy: FreqPolicy) -> None:
         if self._timer is None:
@@ -327,11 +342,10 @@ class _Windowed:
         self._timer = None
         # Busy times are read once: the closing window's load and the next window's
         # start are the same instant (a clock change in _sample moves no busy time).
-        busy = {core.cid: policy.busy_ns(core) for core in policy.cores}
-        load = self._load_pct(policy, busy)
+        load, busy = self._window_load(policy)
         self._sample(policy, load)
         self._open_window(policy, busy)
-        if policy.n_busy or load > 0 or policy.target_khz > policy.min_khz:
+        if policy.n_busy or load > 0 or policy._target > policy.min_khz:
             self._arm(policy, self._next_period(policy))
 
     def _next_period(self, policy: FreqPolicy) -> int:
@@ -397,11 +411,13 @@ class Interactive(_Windowed):
         """The kernel's choose_freq: the lowest step whose target load the load at that
         step meets, found by the same bracketing iteration."""
         opp = policy.opp
-        freq = policy.target_khz
+        freq = policy._target
+        loads = self.target_loads
+        flat = loads[0][1] if len(loads) == 1 else None  # one target load: no lookup
         freqmin, freqmax = 0, 1 << 40
         while True:
             prevfreq = freq
-            tl = _lookup(self.target_loads, freq)
+            tl = flat if flat is not None else _lookup(loads, freq)
             freq = opp.at_least(loadadjfreq / tl)
             if freq > prevfreq:
                 freqmin = prevfreq
@@ -421,8 +437,8 @@ class Interactive(_Windowed):
         return min(freq, opp.max_khz)
 
     def _sample(self, policy: FreqPolicy, load: float) -> None:
-        now = policy.now
-        target = policy.target_khz
+        now = policy.cpu.env.now
+        target = policy._target
         loadadjfreq = load * policy.cur_khz
         cpu_load = loadadjfreq / target if target else 0.0
         if cpu_load >= self.go_hispeed_load or self.boosted:
@@ -435,8 +451,8 @@ class Interactive(_Windowed):
             if new > self.hispeed_freq and target < self.hispeed_freq:
                 new = self.hispeed_freq
         new = policy.opp.clamp(new, policy.min_khz, policy.max_khz)
-        delay = _lookup(self.above_hispeed_delay, target)
-        if target >= self.hispeed_freq and new > target and now - self._hispeed_validate < delay:
+        rising = target >= self.hispeed_freq and new > target  # only then is the delay read
+        if rising and now - self._hispeed_validate < _lookup(self.above_hispeed_delay, target):
             return
         self._hispeed_validate = now
         if new < self._floor_khz and now - self._floor_validate < self.min_sample_ns:

@@ -56,8 +56,9 @@ class OppTable:
 
     def at_least(self, khz: float) -> int:
         """CPUFREQ_RELATION_L: the lowest step ≥ ``khz`` (the top step if none)."""
-        i = bisect.bisect_left(self.khz, khz)
-        return self.khz[min(i, len(self.khz) - 1)]
+        steps = self.khz
+        i = bisect.bisect_left(steps, khz)
+        return steps[i] if i < len(steps) else steps[-1]
 
     def at_most(self, khz: float) -> int:
         """CPUFREQ_RELATION_H: the highest step ≤ ``khz`` (the bottom step if none)."""
@@ -66,7 +67,10 @@ class OppTable:
 
     def clamp(self, khz: float, low: int, high: int) -> int:
         """RELATION_L, then kept within the policy's [``low``, ``high``] steps."""
-        return min(max(self.at_least(khz), low), high)
+        step = self.at_least(khz)
+        if step < low:
+            step = low
+        return high if step > high else step
 
 
 def uniform(max_khz: int, steps: int = 1) -> OppTable:

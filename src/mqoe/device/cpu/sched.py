@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import IntEnum
+from heapq import heappush
 from typing import Any
 
 from mqoe.device.cpu import pelt
@@ -57,7 +58,7 @@ from mqoe.device.cpu.hotplug import Hotplug, make_hotplug
 from mqoe.device.cpu.opp import OppTable
 from mqoe.device.profiles import DeviceProfile, core_ipc_factor, load_soc
 from mqoe.device.profiles.schema import HmpSpec
-from mqoe.engine import Environment, Event, Timer
+from mqoe.engine import NORMAL, Environment, Event, Timer
 
 # kernel/sched/core.c sched_prio_to_weight[]: nice -20 … 19 → CFS load weight.
 NICE_TO_WEIGHT = (
@@ -74,6 +75,7 @@ NICE_0_WEIGHT = 1024
 _DONE_EPS_CYCLES = 1e-6  # work below this is complete (float round-off of rate × time)
 _NEVER = 1 << 62
 _INF = math.inf
+_ceil = math.ceil
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,11 +336,6 @@ class PreemptionLog:
 
     def __len__(self) -> int:
         return len(self._rows)
-
-    def _add(self, time_ns: int, core: int, victim: int, preemptor: int, kind: int) -> list[int]:
-        row = [time_ns, core, victim, preemptor, kind, -1, -1]
-        self._rows.append(row)
-        return row
 
     def rows(self) -> dict[str, list[int]]:
         names = ("time_ns", "core", "victim_tid", "preemptor_tid", "kind",
@@ -906,7 +903,16 @@ class Cpu:
             core.cfs.append(thread)
             self._n_cfs_queued += 1
             core.fair_weight += thread.weight
-        self._set_state(thread, state)
+        # _set_state(thread, state), inlined: every wake-up passes here.
+        now = self.env.now
+        old = thread.state
+        if old != _DEAD:
+            elapsed = now - thread._since
+            thread.state_ns[old] += elapsed
+            if elapsed and self.track_util:
+                thread._util = self._util_after(thread, elapsed)
+        thread.state = state
+        thread._since = now
 
     def _dequeue(self, core: Core, thread: Thread) -> None:
         """Take a queued thread off its core's queue (and its fair weight off the core)."""
@@ -1172,17 +1178,76 @@ class Cpu:
         if victim._remaining <= _DONE_EPS_CYCLES:
             self._complete(core)
             return
-        self._put_prev(core, _RUNNABLE_PREEMPTED)
-        self._pick_next(core)
-        preemptor = core.current
+        policy = core.policy
+        assert policy is not None
+        if (
+            not victim.rt_prio
+            and policy.n_busy > 1
+            and (self._n_rt_queued == len(core.rt) or core.rt_throttled)
+        ):
+            # The common switch (a slice end, a waking thread): fused, see _switch_busy.
+            preemptor: Thread | None = self._switch_busy(core, victim)
+        else:
+            self._put_prev(core, _RUNNABLE_PREEMPTED)
+            self._pick_next(core)
+            preemptor = core.current
         if preemptor is not None and preemptor is not victim:
-            now = self.env.now
-            row = self.preemptions._add(now, core.cid, victim.tid, preemptor.tid, kind)
+            # A PreemptionLog row; wait and run are filled in when known.
+            row = [self.env.now, core.cid, victim.tid, preemptor.tid, kind, -1, -1]
+            self.preemptions._rows.append(row)
             victim._preempted_row = row
             preemptor._preemptor_row = row
         # _rebalance has work only for an RT thread or when a core is idle.
         if victim.state != _RUNNING and (victim.rt_prio or self._n_idle):
             self._rebalance(victim)
+
+    def _switch_busy(self, core: Core, prev: Thread) -> Thread:
+        """``_put_prev(core, RUNNABLE_PREEMPTED)`` then ``_pick_next(core)`` in one step, for
+        a fair thread preempted while another core of the cluster is busy, where the
+        next thread is the core's own: no RT thread is queued on another core (none to
+        pull), so it is the best queued here if any may run, else the leftmost fair
+        one (the queue holds at least ``prev``). The core stays busy, so its idle
+        count, the cluster's active time and the governor's and hotplug's ``on_busy``
+        are untouched. Returns the thread now running."""
+        now = self.env.now
+        self._switch_out(core, prev, now)
+        core.cfs.append(prev)  # _put_prev: back into the queue
+        self._seq += 1
+        prev._seq = self._seq
+        elapsed = now - prev._since
+        prev.state_ns[_RUNNING] += elapsed
+        if elapsed and self.track_util:
+            prev._util = self._util_after(prev, elapsed)
+        prev.state = _RUNNABLE_PREEMPTED
+        prev._since = now
+        rt = core.rt
+        if not rt or core.rt_throttled:
+            return self._run_leftmost(core, now)  # the queued count nets out
+        best = rt[0]  # _pick_next: the highest priority, then the longest queued
+        for t in rt:
+            if t.rt_prio > best.rt_prio or (t.rt_prio == best.rt_prio and t._seq < best._seq):
+                best = t
+        rt.remove(best)
+        self._n_rt_queued -= 1
+        self._n_cfs_queued += 1
+        core.current = best
+        self._start_running(core, best, now)
+        return best
+
+    def _run_leftmost(self, core: Core, now: int) -> Thread:
+        """A busy core's switch-in: its leftmost queued fair thread (lowest vruntime, then
+        longest queued) runs, as :meth:`_pick_fair` picks it. Returns that thread."""
+        cfs = core.cfs
+        best = cfs[0]
+        lowest = best._vruntime
+        for t in cfs:
+            vruntime = t._vruntime
+            if vruntime < lowest or (vruntime == lowest and t._seq < best._seq):
+                best, lowest = t, vruntime
+        cfs.remove(best)
+        core.current = best
+        self._start_running(core, best, now)
+        return best
 
     def _put_prev(self, core: Core, state: ThreadState) -> None:
         """Switch the current thread out and back into its core's queue."""
@@ -1208,13 +1273,7 @@ class Cpu:
 
     def _stop_running(self, core: Core, prev: Thread) -> None:
         now = self.env.now
-        elapsed = now - core._acct_t  # _account, inlined for a busy core: the hot path
-        if elapsed:
-            core.busy_opp_ns[core._opp_i] += elapsed
-            core._busy_total += elapsed
-            core._acct_t = now
-        if self.track_util:
-            self._sync_util(core)
+        self._switch_out(core, prev, now)
         policy = core.policy
         assert policy is not None
         if policy.n_busy == 1:  # the cluster's last busy core: its active time ends
@@ -1222,6 +1281,17 @@ class Cpu:
         policy.n_busy -= 1
         core.current = None
         self._n_idle += 1
+
+    def _switch_out(self, core: Core, prev: Thread, now: int) -> None:
+        """The running thread's half of a switch-out (``core.current`` still ``prev``):
+        the core's busy time and utilisation, its timer, the preemption log, the trace."""
+        elapsed = now - core._acct_t  # _account, inlined for a busy core: the hot path
+        if elapsed:
+            core.busy_opp_ns[core._opp_i] += elapsed
+            core._busy_total += elapsed
+            core._acct_t = now
+        if self.track_util:
+            self._sync_util(core)
         timer = core._timer
         if timer is not None:
             timer.cancel()
@@ -1439,8 +1509,12 @@ class Cpu:
             policy.n_busy += 1
         core.current = thread
         self._n_idle -= 1
+        self._start_running(core, thread, now)
+
+    def _start_running(self, core: Core, thread: Thread, now: int) -> None:
+        """The thread's half of a switch-in: ``thread``, just made ``core.current``, runs."""
         thread._core = core
-        if thread._last_core is not core and track_util:
+        if thread._last_core is not core and self.track_util:
             self._attach(thread, core)
         thread._last_core = core
         thread._run_start = now
@@ -1456,7 +1530,7 @@ class Cpu:
         # _set_state(thread, _RUNNING), inlined on this hot path (a queued thread: not dead).
         elapsed = now - thread._since
         thread.state_ns[thread.state] += elapsed
-        if elapsed and track_util:
+        if elapsed and self.track_util:
             thread._util = self._util_after(thread, elapsed)
         thread.state = _RUNNING
         thread._since = now
@@ -1476,7 +1550,7 @@ class Cpu:
         if remaining == _INF:
             when = _NEVER  # unbounded work (a busy loop): only a slice end can stop it
         else:
-            needed = math.ceil(remaining / core.rate)
+            needed = _ceil(remaining / core.rate)
             when = now + (needed if needed > 1 else 1)
         cfs = core.cfs
         if not cur.rt_prio:
@@ -1502,7 +1576,11 @@ class Cpu:
             timer.cancel()
             core._timer = None
         if when != _NEVER:
-            core._timer = self.env.schedule(when - now, self._on_timer_cb, core)
+            # env.schedule(when - now, …), inlined: one timer per switch.
+            env = self.env
+            timer = core._timer = Timer(when, self._on_timer_cb, core)
+            env._seq += 1
+            heappush(env._heap, (when, NORMAL, env._seq, timer))
 
     def _on_timer(self, core: Core) -> None:
         core._timer = None
@@ -1522,7 +1600,18 @@ class Cpu:
         """The running thread finished its work: it sleeps and its event fires."""
         thread = core.current
         assert thread is not None
-        self._stop_running(core, thread)
+        policy = core.policy
+        assert policy is not None
+        # A fair thread of the core's own queue is next, the core stays busy: as in
+        # _switch_busy, the core's idle count and the cluster's busy state are untouched.
+        stays_busy = (
+            policy.n_busy > 1 and (not self._n_rt_queued or core.rt_throttled) and len(core.cfs) > 0
+        )
+        now = self.env.now
+        if stays_busy:
+            self._switch_out(core, thread, now)
+        else:
+            self._stop_running(core, thread)
         if not thread.rt_prio:
             core.fair_weight -= thread.weight
         thread._core = None
@@ -1531,4 +1620,8 @@ class Cpu:
         self._set_state(thread, _SLEEPING)
         assert done is not None
         done.succeed()
-        self._pick_next(core)
+        if stays_busy:
+            self._n_cfs_queued -= 1
+            self._run_leftmost(core, now)
+        else:
+            self._pick_next(core)
