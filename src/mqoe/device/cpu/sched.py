@@ -348,6 +348,28 @@ class PreemptionLog:
 _ROW_TIME, _ROW_WAIT, _ROW_RUN = 0, 5, 6
 
 
+def _leftmost(cfs: list[Thread]) -> Thread:
+    """CFS's pick among a core's queued fair threads: the lowest vruntime, then the
+    longest queued."""
+    best = cfs[0]
+    lowest = best._vruntime
+    for t in cfs:
+        vruntime = t._vruntime
+        if vruntime < lowest or (vruntime == lowest and t._seq < best._seq):
+            best, lowest = t, vruntime
+    return best
+
+
+def _highest_rt(rt: list[Thread]) -> Thread:
+    """The RT pick among a core's queued RT threads: the highest priority, then the
+    longest queued."""
+    best = rt[0]
+    for t in rt:
+        if t.rt_prio > best.rt_prio or (t.rt_prio == best.rt_prio and t._seq < best._seq):
+            best = t
+    return best
+
+
 class Cpu:
     """The phone's cores and scheduler. Public surface: ``thread``, ``run``, ``set_io_wait``,
     ``set_affinity``, ``set_policy``, ``exit``, ``thread_table``, ``preemptions``."""
@@ -1211,40 +1233,24 @@ class Cpu:
         are untouched. Returns the thread now running."""
         now = self.env.now
         self._switch_out(core, prev, now)
-        core.cfs.append(prev)  # _put_prev: back into the queue
-        self._seq += 1
-        prev._seq = self._seq
-        elapsed = now - prev._since
-        prev.state_ns[_RUNNING] += elapsed
-        if elapsed and self.track_util:
-            prev._util = self._util_after(prev, elapsed)
-        prev.state = _RUNNABLE_PREEMPTED
-        prev._since = now
+        self._requeue(core, prev, _RUNNABLE_PREEMPTED, now)
         rt = core.rt
         if not rt or core.rt_throttled:
-            return self._run_leftmost(core, now)  # the queued count nets out
-        best = rt[0]  # _pick_next: the highest priority, then the longest queued
-        for t in rt:
-            if t.rt_prio > best.rt_prio or (t.rt_prio == best.rt_prio and t._seq < best._seq):
-                best = t
+            return self._run_leftmost(core, now)
+        best = _highest_rt(rt)
         rt.remove(best)
         self._n_rt_queued -= 1
-        self._n_cfs_queued += 1
         core.current = best
         self._start_running(core, best, now)
         return best
 
     def _run_leftmost(self, core: Core, now: int) -> Thread:
-        """A busy core's switch-in: its leftmost queued fair thread (lowest vruntime, then
-        longest queued) runs, as :meth:`_pick_fair` picks it. Returns that thread."""
+        """A busy core's switch-in: its leftmost queued fair thread runs (as
+        :meth:`_pick_fair` picks it, without the idle core's bookkeeping). Returns it."""
         cfs = core.cfs
-        best = cfs[0]
-        lowest = best._vruntime
-        for t in cfs:
-            vruntime = t._vruntime
-            if vruntime < lowest or (vruntime == lowest and t._seq < best._seq):
-                best, lowest = t, vruntime
+        best = _leftmost(cfs)
         cfs.remove(best)
+        self._n_cfs_queued -= 1
         core.current = best
         self._start_running(core, best, now)
         return best
@@ -1254,6 +1260,10 @@ class Cpu:
         prev = core.current
         assert prev is not None
         self._stop_running(core, prev)
+        self._requeue(core, prev, state, self.env.now)
+
+    def _requeue(self, core: Core, prev: Thread, state: ThreadState, now: int) -> None:
+        """The just-switched-out ``prev`` back into its core's queue, in ``state``."""
         if prev.rt_prio:
             core.rt.append(prev)
             self._n_rt_queued += 1
@@ -1263,7 +1273,6 @@ class Cpu:
         self._seq += 1
         prev._seq = self._seq
         # _set_state(prev, state), inlined on this hot path (prev was running: not dead).
-        now = self.env.now
         elapsed = now - prev._since
         prev.state_ns[_RUNNING] += elapsed
         if elapsed and self.track_util:
@@ -1338,14 +1347,7 @@ class Cpu:
         if core.rt_throttled or not (core.rt or self._n_rt_queued):
             self._pick_fair(core)  # no RT thread may run here
             return
-        best: Thread | None = None
-        for t in core.rt:
-            if (
-                best is None
-                or t.rt_prio > best.rt_prio
-                or (t.rt_prio == best.rt_prio and t._seq < best._seq)
-            ):
-                best = t
+        best = _highest_rt(core.rt) if core.rt else None
         if self._n_rt_queued > len(core.rt):
             for other in self.cores:
                 if other is core:
@@ -1372,12 +1374,7 @@ class Cpu:
         """The CFS half of :meth:`_pick_next`: the core's leftmost thread, else a pull."""
         cfs = core.cfs
         if cfs:
-            best = cfs[0]
-            lowest = best._vruntime
-            for t in cfs:
-                vruntime = t._vruntime
-                if vruntime < lowest or (vruntime == lowest and t._seq < best._seq):
-                    best, lowest = t, vruntime
+            best = _leftmost(cfs)
             cfs.remove(best)
             self._n_cfs_queued -= 1
             self._switch_in(core, best)
@@ -1621,7 +1618,6 @@ class Cpu:
         assert done is not None
         done.succeed()
         if stays_busy:
-            self._n_cfs_queued -= 1
             self._run_leftmost(core, now)
         else:
             self._pick_next(core)
