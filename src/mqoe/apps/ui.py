@@ -642,6 +642,11 @@ class UiApp:
         env = self.phone.env
         self._request_ns = env.now
         until = min(self.end_ns, env.now + round(step.duration_ms * 1e6))
+        if step.action != "idle":
+            # The user touches the screen: POWER_HINT_INTERACTION. A fling carries the
+            # scroller's duration (Qualcomm's scroll boost); a tap (open, back, starting
+            # media or a game) the minimum; a game's touches go on (see _steady).
+            self.phone.cpu.interaction_hint(until - env.now if step.action == "fling" else 0)
         if step.action == "idle":
             yield env.timeout(max(0, until - env.now))
         elif step.action == "fling":
@@ -716,7 +721,10 @@ class UiApp:
         if step.decode_mcycles > 0:
             self.phone.env.process(self._decoder(step, until), self.spec.key + ":decoder")
         main = c.frame_base_cycles + step.main_mcycles * 1e6 + relayout * c.layout_cycles_per_node
+        game = step.action == "game"
         while self.phone.env.now < until:
+            if game:  # the player keeps touching: each frame's input renews the hint
+                self.phone.cpu.interaction_hint()
             work = _FrameWork(step.action, main, self._draw(step), interval=interval)
             yield from self._frame(work)
 

@@ -15,7 +15,8 @@ Metrics: ``frames``; buffer-aware ``sr``, ``ff``, ``sr_pct``, ``ff_pct``, ``srff
 (slow frames a ready buffer hid are not counted) and the naive ``naive_*`` ones (every
 long frame); ``severe_sr`` / ``naive_severe_sr`` (SR over 400 ms); ``cause_*_share``
 (:func:`mqoe.metrics.frame_causes.cause_shares` over the buffer-aware slow frames);
-clustering, the hierarchy's overdraw, SurfaceFlinger's compositions. Tables: ``frames``
+clustering, the hierarchy's overdraw, SurfaceFlinger's compositions; ``interaction_boost_s``
+(time under the power HAL's interaction boost). Tables: ``frames``
 (one row per frame), ``slow_frames`` (causes), ``compositions``.
 """
 
@@ -171,6 +172,12 @@ class UiBench:
                 "sf_missed_vsyncs": int(compositions["missed_vsync"].sum()),
                 "sf_widened": int(compositions["widened"].sum()),
                 "binder_calls": binder.calls,
+                # time under the power HAL's interaction boost (0 on phones without it)
+                "interaction_boost_s": (
+                    boost.boosted_total_ns() / 1e9
+                    if (boost := phone.cpu.interaction_boost)
+                    else 0.0
+                ),
             }
             return ScenarioOutput(
                 metrics=metrics,

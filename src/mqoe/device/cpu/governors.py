@@ -113,11 +113,25 @@ class FreqPolicy:
     def target_khz(self) -> int:
         return self._target
 
+    def set_min(self, khz: int) -> None:
+        """``scaling_min_freq`` changes (a perf lock taken or released): the floor is
+        the first step at or above ``khz`` (at most the top one); a clock below a raised
+        floor goes up to it now (cpufreq's governor LIMITS event), a lowered floor lets
+        the governor come down at its next decision."""
+        floor = min(self.opp.at_least(khz), self.max_khz)
+        if floor == self.min_khz:
+            return
+        self.min_khz = floor
+        if self._target < floor:
+            self.request(floor)
+        self.governor.on_limits(self)
+
 
 class Governor(Protocol):
     """A cluster's frequency policy. ``start`` once; ``on_busy`` when a core of an idle
     cluster starts running (restart deferrable timers); ``on_enqueue`` on every wake-up
-    onto the cluster, only if ``policy.wants_enqueue``."""
+    onto the cluster, only if ``policy.wants_enqueue``; ``on_limits`` after the policy's
+    limits changed (the clock already within them)."""
 
     name: ClassVar[str]
 
@@ -127,15 +141,23 @@ class Governor(Protocol):
 
     def on_enqueue(self, policy: FreqPolicy, core: Core) -> None: ...
 
+    def on_limits(self, policy: FreqPolicy) -> None: ...
+
 
 class _Fixed:
     name: ClassVar[str] = ""
+
+    def start(self, policy: FreqPolicy) -> None:
+        raise NotImplementedError
 
     def on_busy(self, policy: FreqPolicy) -> None:
         pass
 
     def on_enqueue(self, policy: FreqPolicy, core: Core) -> None:
         pass
+
+    def on_limits(self, policy: FreqPolicy) -> None:
+        self.start(policy)  # the top / bottom step of the new limits
 
 
 class Performance(_Fixed):
@@ -231,6 +253,11 @@ class Schedutil:
 
     def on_enqueue(self, policy: FreqPolicy, core: Core) -> None:
         self._update(policy)
+
+    def on_limits(self, policy: FreqPolicy) -> None:
+        # sugov_limits: the next update ignores the rate limit (need_freq_update).
+        target = policy.opp.clamp(self.next_freq(policy), policy.min_khz, policy.max_khz)
+        policy.request(target)
 
     def on_busy(self, policy: FreqPolicy) -> None:
         if self._tick is None:
@@ -335,6 +362,12 @@ class _Windowed:
 
     def on_enqueue(self, policy: FreqPolicy, core: Core) -> None:
         pass
+
+    def on_limits(self, policy: FreqPolicy) -> None:
+        # A lowered floor is acted on at the next sample: restart a stopped timer.
+        if self._timer is None:
+            self._open_window(policy)
+            self._arm(policy, self.period_ns)
 
     def _on_timer(self, _: object) -> None:
         policy = self._policy

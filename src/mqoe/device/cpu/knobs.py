@@ -1,4 +1,5 @@
-"""Run-level CPU knobs: ``--set governor=…`` / ``--set hotplug=…`` on any scenario.
+"""Run-level CPU knobs: ``--set governor=…`` / ``hotplug=…`` / ``interaction_boost=off``
+on any scenario.
 
 They change the phone, not the workload: the profile is rewritten before the phone is
 built (so a run's id, which hashes the profile, tells them apart) and the value is kept
@@ -9,6 +10,8 @@ with the run's parameters.
   governor's kernel defaults (``mqoe profiles show`` lists the profile's).
 * ``hotplug=off`` — all cores stay online; ``hotplug=name:key=value,…`` — a hotplug
   policy on every cluster (on top of the profile's tunables for the same policy).
+* ``interaction_boost=off`` — touches and flings raise no clock floors (the profile's
+  ``[cpu.interaction_boost]`` dropped); ``on`` keeps the profile's.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from mqoe.device.profiles import DeviceProfile
 from mqoe.device.profiles.schema import GovernorSpec, HotplugSpec
 from mqoe.errors import UserError
 
-CPU_KNOBS = ("governor", "hotplug")
+CPU_KNOBS = ("governor", "hotplug", "interaction_boost")
 
 
 def apply_cpu_knobs(
@@ -47,6 +50,10 @@ def apply_cpu_knobs(
             tunables = _overlay(cpu.hotplug, name, extra, clusters)
             spec_h = HotplugSpec.model_validate({"name": name, "clusters": tunables}, strict=False)
             cpu = cpu.model_copy(update={"hotplug": spec_h})
+    if "interaction_boost" in knobs:
+        _check_boost(knobs["interaction_boost"])
+        if knobs["interaction_boost"].strip() == "off":
+            cpu = cpu.model_copy(update={"interaction_boost": None})
     if cpu is not profile.cpu:
         profile = profile.model_copy(update={"cpu": cpu})
     return profile, knobs, rest
@@ -55,11 +62,19 @@ def apply_cpu_knobs(
 def check_cpu_knob(key: str, value: str) -> None:
     """A one-line UserError for a bad ``governor=`` / ``hotplug=`` value, before any run
     (the tunables a profile adds are checked when its phone is built)."""
+    if key == "interaction_boost":
+        _check_boost(value)
+        return
     name, extra = _parse(key, value)
     if key == "governor":
         make_governor(name, extra, "--set governor")
     elif name != "off":
         make_hotplug(name, extra, "--set hotplug")
+
+
+def _check_boost(value: str) -> None:
+    if value.strip() not in ("on", "off"):
+        raise UserError(f"--set interaction_boost: expected on or off, got {value!r}")
 
 
 def _parse(key: str, value: str) -> tuple[str, dict[str, object]]:

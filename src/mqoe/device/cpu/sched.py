@@ -52,6 +52,7 @@ from heapq import heappush
 from typing import Any
 
 from mqoe.device.cpu import pelt
+from mqoe.device.cpu.boost import InteractionBoost
 from mqoe.device.cpu.energy import PowerTable, power_table
 from mqoe.device.cpu.governors import FreqPolicy, make_governor
 from mqoe.device.cpu.hotplug import Hotplug, make_hotplug
@@ -463,6 +464,18 @@ class Cpu:
         )
         self._on_timer_cb = self._on_timer  # bound once: _arm schedules it on every switch
         self._start_policies(profile)
+        self.interaction_boost: InteractionBoost | None = (
+            InteractionBoost(self, spec.interaction_boost)
+            if spec.interaction_boost is not None
+            else None
+        )
+
+    def interaction_hint(self, duration_ns: int = 0) -> None:
+        """``POWER_HINT_INTERACTION`` (a touch; a fling with its duration): the profile's
+        interaction boost raises its clusters' clock floors for that long, if it has one
+        (:mod:`mqoe.device.cpu.boost`)."""
+        if self.interaction_boost is not None:
+            self.interaction_boost.hint(duration_ns)
 
     def _start_policies(self, profile: DeviceProfile) -> None:
         """Each cluster's governor, then the hotplug policy, from the profile."""

@@ -147,6 +147,30 @@ class BoostSpec(_Model):
     foreground: int = Field(default=0, ge=0, le=100)
 
 
+class InteractionBoostSpec(_Model):
+    """The vendor power HAL's answer to ``POWER_HINT_INTERACTION`` (a touch; a fling, with
+    its duration): each named cluster's ``scaling_min_freq`` raised to ``min_freq_mhz``
+    (the perf HAL's scroll-boost perf lock, resolved to the next step up) for the hint's
+    duration, at least ``min_duration_ms`` and at most ``max_duration_ms`` (the HAL's
+    kMinInteractiveDuration / kMaxInteractiveDuration); a hint the running boost already
+    covers is dropped."""
+
+    min_freq_mhz: dict[str, Annotated[int, Field(gt=0, le=10_000)]] = Field(strict=False)
+    min_duration_ms: int = Field(default=500, ge=0, le=10_000)
+    max_duration_ms: int = Field(default=5000, ge=1, le=60_000)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> InteractionBoostSpec:
+        if not self.min_freq_mhz:
+            raise ValueError("min_freq_mhz must name at least one cluster")
+        if self.min_duration_ms > self.max_duration_ms:
+            raise ValueError(
+                f"min_duration_ms ({self.min_duration_ms}) must not exceed "
+                f"max_duration_ms ({self.max_duration_ms})"
+            )
+        return self
+
+
 class HmpSpec(_Model):
     """Qualcomm's HMP scheduler (msm-3.18 / msm-4.4 ``select_best_cpu``): a waking task
     goes to the least-power cluster it fits (its load under ``upmigrate`` % of the
@@ -228,6 +252,7 @@ class CpuSpec(_Model):
     cpusets: dict[str, str] = Field(default_factory=dict, strict=False)
     boost: BoostSpec | None = None
     hmp: HmpSpec | None = None  # HMP task placement (older Snapdragon kernels)
+    interaction_boost: InteractionBoostSpec | None = None  # touch / fling clock floors
     power_profile: PowerProfileSpec | None = None
     # CONFIG_HZ: the scheduler tick, when schedutil re-reads a busy CPU's utilisation.
     hz: int = Field(default=250, ge=24, le=1000)
@@ -272,6 +297,10 @@ class CpuSpec(_Model):
             extra = sorted(set(spec.clusters) - set(names)) if spec is not None else []
             if extra:
                 raise ValueError(f"[cpu.{what}] names cluster(s) {extra}; clusters: {names}")
+        boost = self.interaction_boost
+        extra = sorted(set(boost.min_freq_mhz) - set(names)) if boost is not None else []
+        if extra:
+            raise ValueError(f"[cpu.interaction_boost] names cluster(s) {extra}; clusters: {names}")
         return self
 
 
