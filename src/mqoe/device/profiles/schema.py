@@ -7,6 +7,7 @@ profile's ``[sources]`` table. Subsystems not built yet add their own optional s
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -292,15 +293,17 @@ class CpuSpec(_Model):
         names = [c.name for c in self.clusters]
         if len(set(names)) != len(names):
             raise ValueError(f"cluster names must be unique, got {names}")
-        for what, spec in (("governor", self.governor), ("hotplug", self.hotplug),
-                           ("power_profile", self.power_profile)):  # fmt: skip
-            extra = sorted(set(spec.clusters) - set(names)) if spec is not None else []
+        boost = self.interaction_boost
+        named: dict[str, Mapping[str, object]] = {
+            "governor": self.governor.clusters,
+            "hotplug": self.hotplug.clusters if self.hotplug is not None else {},
+            "power_profile": self.power_profile.clusters if self.power_profile is not None else {},
+            "interaction_boost": boost.min_freq_mhz if boost is not None else {},
+        }
+        for what, clusters in named.items():
+            extra = sorted(set(clusters) - set(names))
             if extra:
                 raise ValueError(f"[cpu.{what}] names cluster(s) {extra}; clusters: {names}")
-        boost = self.interaction_boost
-        extra = sorted(set(boost.min_freq_mhz) - set(names)) if boost is not None else []
-        if extra:
-            raise ValueError(f"[cpu.interaction_boost] names cluster(s) {extra}; clusters: {names}")
         return self
 
 
