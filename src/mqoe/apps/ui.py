@@ -432,7 +432,7 @@ class _Workers:
     decode. Requests for rows scrolled off-screen are cancelled (oldest first) once more
     than ``cap`` wait, as image loaders do when a view is recycled."""
 
-    def __init__(self, phone: Phone, process: str, threads: int, cap: int) -> None:
+    def __init__(self, threads: list[Thread], phone: Phone, cap: int) -> None:
         self.phone = phone
         self.cap = max(1, cap)
         self._jobs: deque[tuple[int, float, float]] = deque()
@@ -440,11 +440,9 @@ class _Workers:
         self._idle: list[Event] = []
         self.done = 0
         self.cancelled = 0
-        for k in range(threads):
-            # THREAD_PRIORITY_BACKGROUND (nice 10), as image loaders run their decoders
-            thread = phone.cpu.thread(f"worker:{k + 1}", Fair(10), process=process)
+        for thread in threads:
             phone.env.process(self._work(thread), thread.name)
-        self.enabled = threads > 0
+        self.enabled = bool(threads)
 
     def submit(self, pages: int, cycles: float, mpx: float) -> None:
         if not self.enabled:
@@ -582,13 +580,17 @@ class UiApp:
         )
         self.ruir = self.hierarchy.redundant_layers > 0
         main_policy, render_policy = thread_policies(android_major(phone.profile))
-        cpu = phone.cpu
-        self.main = cpu.thread("main", main_policy, process=spec.package)
-        self.render = cpu.thread("RenderThread", render_policy, process=spec.package)
+        self.main = self._thread("main", main_policy)
+        self.render = self._thread("RenderThread", render_policy)
         self.surface: BufferQueue = display.create_surface(spec.package, buffers)
         self._items = self.hierarchy.copies(spec.list_item) if spec.list_item else []
         self.item_nodes = self.hierarchy.subtree_size(self._items[0]) if self._items else 0
-        self._workers = _Workers(phone, spec.package, spec.workers, len(self._items) + 2)
+        # THREAD_PRIORITY_BACKGROUND (nice 10), as image loaders run their decoders
+        self._workers = _Workers(
+            [self._thread(f"worker:{k + 1}", Fair(10)) for k in range(spec.workers)],
+            phone,
+            len(self._items) + 2,
+        )
         self._jitter = _Jitter(phone.env.rng("ui:" + spec.key), self.costs.frame_cost_sigma)
         self.draw_cycles = draw_cycles(self.hierarchy, self.costs)
         self._screen_mpx = screen[0] * screen[1] / 1e6
@@ -601,6 +603,14 @@ class UiApp:
         self._render_idle: Event | None = None
         phone.env.process(self._main(start_ns), spec.key + ":main")
         phone.env.process(self._render_loop(), spec.key + ":RenderThread")
+
+    def _thread(self, name: str, policy: SchedPolicy) -> Thread:
+        """A thread of the app's process, in the ``top-app`` cgroup as ActivityManager
+        puts the resumed activity's process (its cpuset, boost and sched_boost group)."""
+        cpu = self.phone.cpu
+        thread = cpu.thread(name, policy, process=self.spec.package)
+        cpu.set_group(thread, "top-app")
+        return thread
 
     # -- results ------------------------------------------------------------------------
     def frames(self) -> pd.DataFrame:
@@ -731,7 +741,7 @@ class UiApp:
     def _decoder(self, step: StepSpec, until: int) -> Generator[Event, object, None]:
         env, cpu = self.phone.env, self.phone.cpu
         # THREAD_PRIORITY_VIDEO (nice -10, android.os.Process), as media codec callbacks run
-        thread = cpu.thread("decoder", Fair(-10), process=self.spec.package)
+        thread = self._thread("decoder", Fair(-10))
         gap = round(1e9 / (step.decode_fps or step.fps))
         next_ns = env.now
         while env.now < until:

@@ -11,8 +11,13 @@ hint the running lock already covers is dropped, a longer one extends it. When t
 is released the floors fall back and the governor brings the clock down at its own pace.
 
 Without it, UI work that arrives in bursts runs on a clock the governor has not raised
-yet (an ``interactive`` timer_rate of 20 ms is more than a frame). The scheduler boost
-the same perf locks request (``sched_boost``) and the launch boost are not modelled.
+yet (an ``interactive`` timer_rate of 20 ms is more than a frame).
+
+The same perf lock may request a scheduler boost (the ``SCHEDBOOST`` resource,
+``/proc/sys/kernel/sched_boost``; the SDM660, MSM8998 and SDM845 scroll boosts ask for 2,
+conservative): while it holds, the top-app and foreground threads (the stune groups with
+``sched_boost_no_override``) wake on the big cluster and nothing else is pulled up
+(:meth:`Cpu.set_sched_boost`). The launch boost is not modelled.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class InteractionBoost:
             if name in spec.min_freq_mhz
         ]
         self._saved: list[int] = []  # the floors the lock replaced, restored on release
+        self._boost_groups = frozenset(spec.sched_boost_no_override)
         self._min_ns = spec.min_duration_ms * 1_000_000
         self._max_ns = spec.max_duration_ms * 1_000_000
         self.until_ns = 0  # the running lock's end (0: none yet)
@@ -66,6 +72,8 @@ class InteractionBoost:
             self._saved = [policy.min_khz for policy, _ in self._floors]
             for policy, floor in self._floors:
                 policy.set_min(max(floor, policy.min_khz))
+            if self.spec.sched_boost:
+                self.cpu.set_sched_boost(self.spec.sched_boost, self._boost_groups)
         self._release = self.cpu.env.schedule(end - now, self._on_release)
 
     def _on_release(self, _: object) -> None:
@@ -73,6 +81,8 @@ class InteractionBoost:
         self.boosted_ns += self.cpu.env.now - self._since
         for (policy, _), base in zip(self._floors, self._saved, strict=True):
             policy.set_min(base)
+        if self.spec.sched_boost:
+            self.cpu.set_sched_boost(0)
 
     def boosted_total_ns(self) -> int:
         """Time under the lock so far (the running one counted up to now)."""

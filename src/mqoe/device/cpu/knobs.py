@@ -10,8 +10,9 @@ with the run's parameters.
   governor's kernel defaults (``mqoe profiles show`` lists the profile's).
 * ``hotplug=off`` — all cores stay online; ``hotplug=name:key=value,…`` — a hotplug
   policy on every cluster (on top of the profile's tunables for the same policy).
-* ``interaction_boost=off`` — touches and flings raise no clock floors (the profile's
-  ``[cpu.interaction_boost]`` dropped); ``on`` keeps the profile's.
+* ``interaction_boost=off`` — touches and flings raise no clock floors and take no
+  scheduler boost (the profile's ``[cpu.interaction_boost]`` dropped); ``floors-only``
+  keeps the floors without the ``sched_boost``; ``on`` keeps the profile's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from mqoe.device.profiles.schema import GovernorSpec, HotplugSpec
 from mqoe.errors import UserError
 
 CPU_KNOBS = ("governor", "hotplug", "interaction_boost")
+BOOST_CHOICES = ("on", "off", "floors-only")
 
 
 def apply_cpu_knobs(
@@ -52,8 +54,12 @@ def apply_cpu_knobs(
             cpu = cpu.model_copy(update={"hotplug": spec_h})
     if "interaction_boost" in knobs:
         _check_boost(knobs["interaction_boost"])
-        if knobs["interaction_boost"].strip() == "off":
+        choice = knobs["interaction_boost"].strip()
+        if choice == "off":
             cpu = cpu.model_copy(update={"interaction_boost": None})
+        elif choice == "floors-only" and cpu.interaction_boost is not None:
+            floors = cpu.interaction_boost.model_copy(update={"sched_boost": 0})
+            cpu = cpu.model_copy(update={"interaction_boost": floors})
     if cpu is not profile.cpu:
         profile = profile.model_copy(update={"cpu": cpu})
     return profile, knobs, rest
@@ -73,8 +79,10 @@ def check_cpu_knob(key: str, value: str) -> None:
 
 
 def _check_boost(value: str) -> None:
-    if value.strip() not in ("on", "off"):
-        raise UserError(f"--set interaction_boost: expected on or off, got {value!r}")
+    if value.strip() not in BOOST_CHOICES:
+        raise UserError(
+            f"--set interaction_boost: expected {', '.join(BOOST_CHOICES)}, got {value!r}"
+        )
 
 
 def _parse(key: str, value: str) -> tuple[str, dict[str, object]]:

@@ -201,6 +201,7 @@ class Thread:
         "rt_prio",
         "state",
         "state_ns",
+        "stune",
         "tid",
         "weight",
     )
@@ -214,6 +215,7 @@ class Thread:
         self.cpuset = allowed  # the thread's cpuset (affinity) as set
         self.allowed = allowed  # the cpuset's online cores (all online ones if none is)
         self.boost = 0  # schedtune.boost / uclamp.min of its group, percent
+        self.stune = ""  # its Android cgroup (set_group); "" for the root group
         self.rt_prio = 0
         self.nice = 0
         self.weight = NICE_0_WEIGHT
@@ -463,6 +465,11 @@ class Cpu:
             (cap, tuple(c.cid for c in self.cores if c.cap_orig == cap)) for cap in caps
         )
         self._on_timer_cb = self._on_timer  # bound once: _arm schedules it on every switch
+        # sched_boost (kernel/sched/boost.c), taken and dropped by the interaction boost:
+        # 0 none, 1 every thread, 2 the threads of the groups in _boost_groups placed on
+        # the biggest cluster. Only where clusters differ (SCHED_BOOST_ON_BIG).
+        self.sched_boost = 0
+        self._boost_groups: frozenset[str] = frozenset()
         self._start_policies(profile)
         self.interaction_boost: InteractionBoost | None = (
             InteractionBoost(self, spec.interaction_boost)
@@ -476,6 +483,56 @@ class Cpu:
         (:mod:`mqoe.device.cpu.boost`)."""
         if self.interaction_boost is not None:
             self.interaction_boost.hint(duration_ns)
+
+    def set_sched_boost(self, kind: int, groups: frozenset[str] = frozenset()) -> None:
+        """Write ``/proc/sys/kernel/sched_boost``: ``kind`` 1 (full throttle) or 2
+        (conservative: only threads of ``groups``, the stune groups with
+        ``sched_boost_no_override``), 0 to drop it. On big.LITTLE a boosted fair thread
+        does not fit a smaller cluster (``task_load_will_fit``): it wakes on the biggest
+        one, and under HMP load balancing moves no other thread up while the boost
+        holds (``can_migrate_task``). Taking the boost kicks the smaller clusters
+        (``boost_kick_cpus``): a boosted thread running or waiting there moves up at
+        once (the kernel's tick-time ``UP_MIGRATION``). Dropping it moves nothing; threads
+        come down at their next wake-up. Homogeneous phones ignore it (the kernel's
+        SCHED_BOOST_ON_ALL changes nothing on equal clusters)."""
+        if kind not in (0, 1, 2):
+            raise ValueError(f"sched_boost must be 0, 1 or 2, got {kind}")
+        if not self._hetero:
+            return
+        self.sched_boost = kind
+        self._boost_groups = groups
+        if not kind:
+            return
+        fast = self._fast
+        for core in self.cores:
+            if core.cid in fast or not core.online:
+                continue
+            cur = core.current
+            movers = [t for t in core.cfs if self._placement_boosted(t)]
+            if cur is not None and not cur.rt_prio and self._placement_boosted(cur):
+                movers.append(cur)
+            for thread in movers:
+                if any(c in fast for c in thread.allowed):
+                    self._detach(thread)
+                    self._place(thread)
+            if movers and core.current is None:
+                self._refill(core)
+
+    def _placement_boosted(self, thread: Thread) -> bool:
+        """Whether sched_boost places ``thread`` on the biggest cluster (task_sched_boost)."""
+        kind = self.sched_boost
+        return kind == 1 or (kind == 2 and thread.stune in self._boost_groups)
+
+    def _boost_keeps(self, thread: Thread, dest: int, source: Core) -> bool:
+        """HMP under sched_boost: balancing moves neither a thread the boost does not
+        cover up to a bigger cluster nor a boosted one down to a cluster it does not
+        fit (msm-4.4 ``can_migrate_task``)."""
+        if not self.sched_boost or self.hmp is None:
+            return False
+        to_tier, from_tier = self._tier_of[dest], self._tier_of[source.cid]
+        if to_tier == from_tier:
+            return False
+        return (to_tier > from_tier) != self._placement_boosted(thread)
 
     def _start_policies(self, profile: DeviceProfile) -> None:
         """Each cluster's governor, then the hotplug policy, from the profile."""
@@ -595,6 +652,7 @@ class Cpu:
         ``background``, ``system-background``, ``restricted``): its cpuset becomes the
         group's cores (all where the profile sets none) and its boost the group's."""
         self.set_affinity(thread, self.cpusets.get(group))
+        thread.stune = group
         boost = self.boost
         if boost is None:
             thread.boost = 0
@@ -764,8 +822,12 @@ class Cpu:
                     continue  # off the RT lists until the period ends
                 for cid in queued.allowed:
                     other = self.cores[cid].current
-                    if other is None and not queued.rt_prio and self._restricted(cid, core):
-                        continue  # HMP: bigger clusters pull at balance points only
+                    if (
+                        other is None
+                        and not queued.rt_prio
+                        and (self._restricted(cid, core) or self._boost_keeps(queued, cid, core))
+                    ):
+                        continue  # HMP: bigger clusters pull at balance points only; sched_boost
                     assert other is not None, f"core {cid} idle while {queued!r} waits"
                     if queued.rt_prio:
                         assert other.rt_prio >= queued.rt_prio, (
@@ -1021,6 +1083,13 @@ class Cpu:
         cores = self.cores
         last = thread._last_core
         allowed = thread.allowed
+        if self.sched_boost and self._placement_boosted(thread):
+            # sched_boost: a smaller cluster does not fit (task_fits_max): an idle big
+            # core, else the least-loaded one.
+            fast = [cores[c] for c in allowed if c in self._fast]
+            if fast:
+                idle = next((c for c in fast if c.current is None), None)
+                return idle if idle is not None else min(fast, key=self._fair_load)
         if last is not None and last.cid not in allowed:
             last = None
         if self._n_idle:
@@ -1099,12 +1168,16 @@ class Cpu:
         last_tier = self._tier_of[last.cid] if last is not None else 0
         policy = thread.policy
         small = isinstance(policy, Fair) and policy.nice > hmp.upmigrate_min_nice
+        # sched_boost: a boosted thread fits only the biggest cluster (task_load_will_fit)
+        boosted = self.sched_boost != 0 and self._placement_boosted(thread)
         allowed = thread.allowed
         spill_load = hmp.spill_load / 100
         backup: Core | None = None
         backup_spare = -math.inf
         top = len(self._tiers) - 1
         for tier, (cap, cids) in enumerate(self._tiers):
+            if tier < top and boosted and any(c in allowed for c in self._tiers[top][1]):
+                continue
             if tier < top and not small:
                 limit = hmp.downmigrate if last_tier > tier else hmp.upmigrate
                 if util * 100 >= limit * cap:
@@ -1134,7 +1207,8 @@ class Cpu:
         balance): an idle allowed core that may pull from ``core`` takes ``thread``."""
         for cid in thread.allowed:
             idle = self.cores[cid]
-            if idle.current is None and idle.online and self._may_pull(idle, core):
+            if (idle.current is None and idle.online and self._may_pull(idle, core)
+                    and not self._boost_keeps(thread, cid, core)):  # fmt: skip
                 self._dequeue(core, thread)
                 self._migrate_vruntime(thread, idle)
                 self._enqueue(idle, thread, thread.state)
@@ -1338,7 +1412,9 @@ class Cpu:
                 (
                     self.cores[c]
                     for c in thread.allowed
-                    if self.cores[c].current is None and self._may_pull(self.cores[c], core)
+                    if self.cores[c].current is None
+                    and self._may_pull(self.cores[c], core)
+                    and not self._boost_keeps(thread, c, core)
                 ),
                 None,
             )
@@ -1447,20 +1523,23 @@ class Cpu:
                 may[tier] = self._may_pull(core, other)
             if not may[tier]:
                 continue
-            n = sum(1 for t in other.cfs if core.cid in t.allowed)
+            n = sum(1 for t in other.cfs if self._pullable(t, core, other))
             if n > busiest_n:
                 busiest, busiest_n = other, n
         if busiest is None:
             return None
         pick: Thread | None = None
         for t in busiest.cfs:
-            if core.cid in t.allowed and (pick is None or t._seq < pick._seq):
+            if self._pullable(t, core, busiest) and (pick is None or t._seq < pick._seq):
                 pick = t
         assert pick is not None
         self._dequeue(busiest, pick)
         self._migrate_vruntime(pick, core)
         core.fair_weight += pick.weight
         return pick
+
+    def _pullable(self, thread: Thread, dest: Core, source: Core) -> bool:
+        return dest.cid in thread.allowed and not self._boost_keeps(thread, dest.cid, source)
 
     def _charge_rt(self, core: Core, start: int, end: int) -> None:
         """RT run time [start, end) on ``core``, counted in fixed periods of

@@ -154,16 +154,34 @@ class InteractionBoostSpec(_Model):
     (the perf HAL's scroll-boost perf lock, resolved to the next step up) for the hint's
     duration, at least ``min_duration_ms`` and at most ``max_duration_ms`` (the HAL's
     kMinInteractiveDuration / kMaxInteractiveDuration); a hint the running boost already
-    covers is dropped."""
+    covers is dropped. ``sched_boost`` is the scheduler boost the same perf lock requests
+    (``/proc/sys/kernel/sched_boost``: 0 none, 1 full throttle — every thread placed on
+    the biggest cluster —, 2 conservative — only threads of the stune groups with
+    ``schedtune.sched_boost_no_override``, ``sched_boost_no_override``)."""
 
     min_freq_mhz: dict[str, Annotated[int, Field(gt=0, le=10_000)]] = Field(strict=False)
     min_duration_ms: int = Field(default=500, ge=0, le=10_000)
     max_duration_ms: int = Field(default=5000, ge=1, le=60_000)
+    # Msm kernels' boost types (kernel/sched/boost.c); 3 (restrained: frequency
+    # aggregation only) is not modelled and rejected.
+    sched_boost: Literal[0, 1, 2] = 0
+    sched_boost_no_override: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _bounded(self) -> InteractionBoostSpec:
         if not self.min_freq_mhz:
             raise ValueError("min_freq_mhz must name at least one cluster")
+        unknown = sorted(set(self.sched_boost_no_override) - set(CPUSET_GROUPS))
+        if unknown:
+            raise ValueError(
+                f"sched_boost_no_override names unknown group(s) {unknown}; "
+                f"groups: {list(CPUSET_GROUPS)}"
+            )
+        if self.sched_boost == 2 and not self.sched_boost_no_override:
+            raise ValueError(
+                "sched_boost = 2 (conservative) boosts only the groups in "
+                "sched_boost_no_override; name at least one"
+            )
         if self.min_duration_ms > self.max_duration_ms:
             raise ValueError(
                 f"min_duration_ms ({self.min_duration_ms}) must not exceed "
