@@ -508,14 +508,13 @@ class Cpu:
             if core.cid in fast or not core.online:
                 continue
             cur = core.current
-            movers = [t for t in core.cfs if self._placement_boosted(t)]
-            if cur is not None and not cur.rt_prio and self._placement_boosted(cur):
-                movers.append(cur)
+            fair = core.cfs if cur is None or cur.rt_prio else [*core.cfs, cur]
+            movers = [t for t in fair if self._placement_boosted(t)
+                      and any(c in fast for c in t.allowed)]  # fmt: skip
             for thread in movers:
-                if any(c in fast for c in thread.allowed):
-                    self._detach(thread)
-                    self._place(thread)
-            if movers and core.current is None:
+                self._detach(thread)
+                self._place(thread)
+            if movers:
                 self._refill(core)
 
     def _placement_boosted(self, thread: Thread) -> bool:
@@ -1168,15 +1167,16 @@ class Cpu:
         last_tier = self._tier_of[last.cid] if last is not None else 0
         policy = thread.policy
         small = isinstance(policy, Fair) and policy.nice > hmp.upmigrate_min_nice
-        # sched_boost: a boosted thread fits only the biggest cluster (task_load_will_fit)
-        boosted = self.sched_boost != 0 and self._placement_boosted(thread)
         allowed = thread.allowed
+        top = len(self._tiers) - 1
+        # sched_boost: a boosted thread fits only the biggest cluster (task_load_will_fit)
+        boosted = (self.sched_boost != 0 and self._placement_boosted(thread)
+                   and any(c in allowed for c in self._tiers[top][1]))  # fmt: skip
         spill_load = hmp.spill_load / 100
         backup: Core | None = None
         backup_spare = -math.inf
-        top = len(self._tiers) - 1
         for tier, (cap, cids) in enumerate(self._tiers):
-            if tier < top and boosted and any(c in allowed for c in self._tiers[top][1]):
+            if tier < top and boosted:
                 continue
             if tier < top and not small:
                 limit = hmp.downmigrate if last_tier > tier else hmp.upmigrate
@@ -1515,6 +1515,7 @@ class Cpu:
         busiest: Core | None = None
         busiest_n = 0
         may: dict[int, bool] = {}  # per source tier: the verdict is the tier's
+        boosting = self.sched_boost != 0 and self.hmp is not None  # can_migrate_task's check
         for other in self.cores:
             if other is core or not other.cfs:
                 continue
@@ -1523,23 +1524,22 @@ class Cpu:
                 may[tier] = self._may_pull(core, other)
             if not may[tier]:
                 continue
-            n = sum(1 for t in other.cfs if self._pullable(t, core, other))
+            n = sum(1 for t in other.cfs if core.cid in t.allowed
+                    and not (boosting and self._boost_keeps(t, core.cid, other)))  # fmt: skip
             if n > busiest_n:
                 busiest, busiest_n = other, n
         if busiest is None:
             return None
         pick: Thread | None = None
         for t in busiest.cfs:
-            if self._pullable(t, core, busiest) and (pick is None or t._seq < pick._seq):
+            if (core.cid in t.allowed and (pick is None or t._seq < pick._seq)
+                    and not (boosting and self._boost_keeps(t, core.cid, busiest))):  # fmt: skip
                 pick = t
         assert pick is not None
         self._dequeue(busiest, pick)
         self._migrate_vruntime(pick, core)
         core.fair_weight += pick.weight
         return pick
-
-    def _pullable(self, thread: Thread, dest: Core, source: Core) -> bool:
-        return dest.cid in thread.allowed and not self._boost_keeps(thread, dest.cid, source)
 
     def _charge_rt(self, core: Core, start: int, end: int) -> None:
         """RT run time [start, end) on ``core``, counted in fixed periods of

@@ -7,7 +7,7 @@ profile's ``[sources]`` table. Subsystems not built yet add their own optional s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -171,12 +171,7 @@ class InteractionBoostSpec(_Model):
     def _bounded(self) -> InteractionBoostSpec:
         if not self.min_freq_mhz:
             raise ValueError("min_freq_mhz must name at least one cluster")
-        unknown = sorted(set(self.sched_boost_no_override) - set(CPUSET_GROUPS))
-        if unknown:
-            raise ValueError(
-                f"sched_boost_no_override names unknown group(s) {unknown}; "
-                f"groups: {list(CPUSET_GROUPS)}"
-            )
+        _check_groups(self.sched_boost_no_override, "sched_boost_no_override")
         if self.sched_boost == 2 and not self.sched_boost_no_override:
             raise ValueError(
                 "sched_boost = 2 (conservative) boosts only the groups in "
@@ -261,6 +256,12 @@ class SocRef(_Model):
 CPUSET_GROUPS = ("top-app", "foreground", "background", "system-background", "restricted")
 
 
+def _check_groups(groups: Iterable[str], what: str) -> None:
+    unknown = sorted(set(groups) - set(CPUSET_GROUPS))
+    if unknown:
+        raise ValueError(f"{what} names unknown group(s) {unknown}; known: {list(CPUSET_GROUPS)}")
+
+
 class CpuSpec(_Model):
     # TOML gives arrays as lists; let them become a tuple.
     clusters: Annotated[tuple[ClusterSpec, ...], Field(min_length=1, strict=False)]
@@ -279,9 +280,7 @@ class CpuSpec(_Model):
     @field_validator("cpusets")
     @classmethod
     def _known_groups(cls, cpusets: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(cpusets) - set(CPUSET_GROUPS))
-        if unknown:
-            raise ValueError(f"unknown cpuset group(s) {unknown}; known: {list(CPUSET_GROUPS)}")
+        _check_groups(cpusets, "[cpu.cpusets]")
         return cpusets
 
     @property
