@@ -1,6 +1,6 @@
 """Spec 01 calibration grid: the Nokia 1 cells the memory issue's "Done when" checks.
 
-    .venv/bin/python bench/calibrate.py [--seeds 5] [--jobs 2]
+    .venv/bin/python bench/calibrate.py [--grid] [--seeds 5] [--jobs 2]
         [--profile memory.scan_cycles_per_page=8000 ...] [--set generator_touch_s=30 ...]
 
 Runs each key cell (480p60 normal/moderate, 480p30 moderate, 1080p30 normal/moderate,
@@ -11,6 +11,12 @@ values. ``--profile SECTION.FIELD=VALUE`` overrides a profile constant for the w
 grid and ``--set KEY=VALUE`` a scenario parameter, so a calibration idea costs one
 command (~20 s for 5 seeds on 2 cores) instead of a full ``mqoe reproduce
 coal-not-diamonds`` (~5 min). A developer tool: the reproduction stays the reference.
+
+``--grid`` runs all 30 cells of the Nokia 1's real grid instead (normal, moderate,
+critical × 30/60 fps × 240p…1080p) and scores them against the phone's real runs with
+the reproduction's rule (:mod:`mqoe.experiments.nokia1_real`): per cell real and
+simulated drop and crash rates, time to crash, whether it matches, and the number of
+cells matched (the target is 24 of 30). About 5 minutes for 5 seeds on 2 cores.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from mqoe.device.profiles import DeviceProfile, load_profile
 from mqoe.errors import UserError
+from mqoe.experiments import nokia1_real
 from mqoe.workloads.base import parse_assignments
 from mqoe.workloads.runner import run_scenario
 
@@ -90,6 +97,9 @@ def _one(job: tuple[str, int, str, int, str, str]) -> dict[str, Any]:
         "video_runnable_s": None if crashed else float(video["runnable_s"].sum()),
         "video_preempted_s": None if crashed else float(video["runnable_preempted_s"].sum()),
         "kills": m["kills_during_video"],
+        "crash_time_s": m["crash_time_s"],
+        "iowait_pct": m["iowait_pct"],
+        "zram_used_pct": m["zram_used_pct"],
     }
 
 
@@ -115,10 +125,46 @@ def _profile_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _print_grid(rows: list[dict[str, Any]]) -> None:
+    """Each real cell beside the simulated one, and the score."""
+    by_cell: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_cell.setdefault(row["cell"], []).append(row)
+    scores, lines = [], []
+    for real in nokia1_real.real_cells():
+        runs = by_cell[f"{real.resolution}{real.fps} {real.state}"]
+        s = nokia1_real.score(
+            real,
+            [r["drop_pct"] for r in runs],
+            [bool(r["crash_pct"]) for r in runs],
+            [r["crash_time_s"] for r in runs],
+        )
+        scores.append(s)
+        mean = pd.DataFrame(runs).mean(numeric_only=True)
+        lines.append({
+            "cell": real.label,
+            "real_drop": real.drop_pct,
+            "sim_drop": round(s.drop_pct, 1),
+            "real_crash": real.crashed_pct,
+            "sim_crash": s.crashed_pct,
+            "real_ttc": real.time_to_crash_s,
+            "sim_ttc": round(s.time_to_crash_s, 1),
+            "kswapd_s": round(mean["kswapd_cpu_s"], 1),
+            "iowait%": round(mean["iowait_pct"], 2),
+            "zram%": round(mean["zram_used_pct"], 0),
+            "match": "yes" if s.matched else "NO",
+        })  # fmt: skip
+    pd.set_option("display.width", 250)
+    print(pd.DataFrame(lines).to_string(index=False))
+    n = nokia1_real.matched(scores)
+    print(f"{n} of {len(scores)} cells matched (target {nokia1_real.MATCH_TARGET})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--grid", action="store_true", help="all 30 cells, scored")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--profile", action="append", default=[], metavar="SECTION.FIELD=VALUE")
@@ -126,10 +172,17 @@ def main() -> None:
     args = parser.parse_args()
     profile_json = json.dumps(_profile_overrides(args.profile))
     sets_json = json.dumps(_pairs(args.set, "--set"))
-    jobs = [(*cell, seed, profile_json, sets_json) for cell in CELLS for seed in range(args.seeds)]
+    cells = (
+        [(c.resolution, c.fps, c.state) for c in nokia1_real.real_cells()] if args.grid else CELLS
+    )
+    jobs = [(*cell, seed, profile_json, sets_json) for cell in cells for seed in range(args.seeds)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(_one, jobs))
+    if args.grid:
+        _print_grid(rows)
+        print(f"{len(jobs)} sessions in {time.perf_counter() - start:.0f} s wall")
+        return
     table = pd.DataFrame(rows).groupby("cell", sort=False).mean(numeric_only=True)
     published = pd.DataFrame(
         {f"{r}{f} {p}": values for (r, f, p), values in PUBLISHED.items()}

@@ -225,6 +225,40 @@ def test_io_wait_is_accounted_separately_from_sleep(phone_factory: PhoneFactory)
     assert _states(t)["SLEEPING"] == ms(5)
 
 
+def test_iowait_is_idle_time_of_the_core_a_blocked_thread_last_ran_on(
+    phone_factory: PhoneFactory,
+) -> None:
+    """/proc/stat iowait: the reader's core idles 1–4 ms and 6–8 ms while it waits
+    (a hog runs there 4–6 ms: busy, not iowait); after it exits nothing accrues."""
+    phone = phone_factory(ONE_CORE)
+    cpu, env = phone.cpu, phone.env
+    reader, hog = cpu.thread("reader"), cpu.thread("hog")
+    cpu.run(reader, 1000)  # runs at once, so core 0 is its last core
+    env.schedule(ms(1), lambda _: cpu.set_io_wait(reader, True))
+    env.schedule(ms(4), lambda _: cpu.run(hog, 2 * cpu.cores[0].rate * ms(1)))
+    env.schedule(ms(8), lambda _: cpu.exit(reader))
+    while (nxt := env.peek()) is not None and nxt < ms(12):
+        env.step()
+        cpu.check_invariants()
+    phone.run(ms(12) - env.now)
+    assert cpu.iowait_ns() == ms(3) + ms(2)
+    assert cpu.cores[0].nr_iowait == 0
+
+
+def test_waking_a_thread_straight_out_of_io_wait_ends_its_iowait(
+    phone_factory: PhoneFactory,
+) -> None:
+    phone = phone_factory(ONE_CORE)
+    cpu, env = phone.cpu, phone.env
+    t = cpu.thread("t")
+    cpu.run(t, 1000)
+    env.schedule(ms(1), lambda _: cpu.set_io_wait(t, True))
+    env.schedule(ms(3), lambda _: cpu.run(t, 1000))
+    phone.run(ms(10))
+    cpu.check_invariants()
+    assert cpu.iowait_ns() == ms(2)
+
+
 def test_giving_work_to_a_busy_thread_is_a_programming_error(phone_factory: PhoneFactory) -> None:
     phone = phone_factory(ONE_CORE)
     t = phone.cpu.thread("t")

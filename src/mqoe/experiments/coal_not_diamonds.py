@@ -23,6 +23,12 @@ Figures (``metrics.csv`` rows, condition keys in brackets):
 * ``genres`` — nexus-5, five ``genre`` × ``fps`` 30/60 × ``state`` normal/moderate at
   ``resolution`` 720p and 1080p: ``frame_drop_pct``, ``crash_pct``.
 
+* ``nokia1-real`` — every Nokia 1 cell against the phone's real runs (the study's
+  per-run logs): ``nokia1-real.csv`` (real and simulated drop and crash rates, time to
+  crash, whether the cell matches) and two sections of ``comparison.md`` (the cells and
+  their score; kswapd, iowait, zRAM fill and Critical's time to crash against the
+  phone's ``top``). The rule is :mod:`mqoe.experiments.nokia1_real`'s.
+
 Outputs in OUT_DIR: ``metrics.csv``, ``<figure>.png`` and ``<figure>.svg`` per figure,
 ``comparison.md`` (spec 01's published values beside the simulated ones, with the
 tolerances of the issue, marked met / not met) and a results store under ``results/``.
@@ -57,11 +63,13 @@ import numpy as np
 
 from mqoe.apps.video import GENRES, HOSTS
 from mqoe.device.profiles import load_profile
+from mqoe.experiments import nokia1_real
 from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.results import (
     MetricRow,
 )
+from mqoe.results.atomic import atomic_write_text
 from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
@@ -392,6 +400,9 @@ class Aggregate:
             return _number(records[0].params.get("duration_s", DURATION_S))
         return float(DURATION_S)
 
+    def records(self, config: Config) -> list[RunRecord]:
+        return list(self._records[config])
+
     def traced(self, config: Config) -> list[RunRecord]:
         """The sessions the thread and preemption tables read: those that played to the
         end (the study's tables describe whole sessions), or all if every one crashed."""
@@ -707,6 +718,127 @@ def preemption_checks(agg: Aggregate, plan: Plan) -> list[Check]:
     return checks
 
 
+def nokia1_scores(agg: Aggregate) -> list[nokia1_real.CellScore]:
+    """The simulated Nokia 1 grid scored cell by cell against the phone's real runs
+    (the cells this plan ran)."""
+    scores = []
+    for real in nokia1_real.real_cells():
+        records = agg.records(Config("nokia-1", real.state, real.resolution, real.fps))
+        if not records:
+            continue
+        crashed = [bool(r.metrics["crashed"]) for r in records]
+        scores.append(
+            nokia1_real.score(
+                real,
+                [_number(r.metrics["frame_drop_pct"]) for r in records],
+                crashed,
+                [_number(r.metrics.get("crash_time_s")) for r in records],
+            )
+        )
+    return scores
+
+
+def nokia1_real_checks(agg: Aggregate) -> list[Check]:
+    """One row per cell (drop %, with the crash rate in the tolerance column), then the
+    number of cells matched against the target."""
+    scores = nokia1_scores(agg)
+    checks = []
+    for s in scores:
+        real = s.real
+        drop_rule = (
+            "drop not compared (every real run crashed)"
+            if s.drop_ok is None
+            else f"drop ± {real.drop_tolerance:.1f}"
+        )
+        checks.append(
+            Check(
+                f"{real.label}: drop % (crash % real {real.crashed_pct:.0f}, "
+                f"simulated {s.crashed_pct:.0f})",
+                real.drop_pct,
+                s.drop_pct,
+                f"{drop_rule}; crash ± {nokia1_real.CRASH_POINTS:.0f} points",
+                s.matched,
+                nokia1_real.SOURCE,
+            )
+        )
+    if scores:
+        n = nokia1_real.matched(scores)
+        target = nokia1_real.MATCH_TARGET * len(scores) / len(nokia1_real.real_cells())
+        checks.append(
+            Check(
+                f"cells matched (of {len(scores)})",
+                target,
+                float(n),
+                f"≥ {target:.0f} (24 of 30 on the full grid)",
+                n >= target,
+                nokia1_real.SOURCE,
+            )
+        )
+    return checks
+
+
+def _top_row(state: str, fps: int, resolution: str) -> nokia1_real.TopRow | None:
+    for row in nokia1_real.top_rows():
+        if (row.state, row.fps, row.resolution) == (state, fps, resolution):
+            return row
+    return None
+
+
+def nokia1_top_checks(agg: Aggregate) -> list[Check]:
+    """The phone's own ``top`` and Perfetto numbers under pressure: kswapd's CPU and
+    sleeping share, iowait, zRAM fill, and Critical's time to crash."""
+    checks = []
+    source = f"{nokia1_real.SOURCE}: top -d 1"
+    for row in nokia1_real.top_rows():
+        if row.state == "critical":
+            continue
+        c = Config("nokia-1", row.state, row.resolution, row.fps)
+        if not agg.has(c):
+            continue
+        label = f"{row.resolution}{row.fps} {row.state}"
+        kswapd = agg.thread(c, KSWAPD, "running_share_pct")
+        if row.state == "normal":
+            met, tolerance = kswapd < 6.0, "< 6% of a core"
+        else:
+            met, tolerance = 25.0 <= kswapd <= 75.0, "25–75% of a core"
+        checks.append(Check(f"kswapd CPU, {label}", row["kswapd"], kswapd, tolerance, met,
+                            source))  # fmt: skip
+        if row.state == "moderate":
+            iowait = agg.mean(c, "iowait_pct")
+            real = row["iowait"] / 4  # % of 400 → % of all CPU time
+            checks.append(Check(f"iowait % of all CPU time, {label}", real, iowait,
+                                "1.5–10%", 1.5 <= iowait <= 10.0, source))  # fmt: skip
+    c = Config("nokia-1", "moderate", "480p", 60)
+    if agg.has(c):
+        sleeping = agg.thread(c, KSWAPD, "sleeping_share_pct")
+        checks.append(Check("kswapd Sleeping share, 480p60 moderate", 30.7, sleeping,
+                            "20–45%", 20.0 <= sleeping <= 45.0,
+                            f"{nokia1_real.SOURCE}: Perfetto thread states"))  # fmt: skip
+    for state in ("moderate", "critical"):
+        fill = [
+            agg.mean(Config("nokia-1", state, cell.resolution, cell.fps), "zram_used_pct")
+            for cell in nokia1_real.real_cells()
+            if cell.state == state and agg.has(Config("nokia-1", state, cell.resolution, cell.fps))
+        ]
+        if fill:
+            low = min(fill)
+            checks.append(Check(f"zRAM used %, {state} (lowest cell mean)", 100.0, low,
+                                "full: ≥ 95%", low >= 95.0, source))  # fmt: skip
+    for s in nokia1_scores(agg):
+        if s.real.state == "critical":
+            checks.append(
+                Check(
+                    f"time to crash (s), {s.real.label}",
+                    s.real.time_to_crash_s,
+                    s.time_to_crash_s,
+                    f"within ×{nokia1_real.CRASH_TIME_FACTOR:.0f}",
+                    s.crash_time_ok,
+                    nokia1_real.SOURCE,
+                )
+            )
+    return checks
+
+
 def pss_checks(agg: Aggregate, plan: Plan) -> list[Check]:
     profile = plan.side_profile
     if "240p" not in plan.resolutions or "1080p" not in plan.resolutions:
@@ -878,11 +1010,36 @@ def comparison_sections(results: Results, quick: bool) -> list[tuple[str, list[C
     return [
         ("drop-grid: Nokia 1 frame drop rate", drop_checks(agg)),
         ("drop-grid: Nokia 1 crash rate (% of runs)", crash_checks(agg)),
+        ("nokia1-real: the Nokia 1's 30 cells against its real runs", nokia1_real_checks(agg)),
+        (
+            "nokia1-real: kswapd, iowait, zRAM and time to crash on the Nokia 1",
+            nokia1_top_checks(agg),
+        ),
         ("thread-states: video threads, Nokia 1 480p60", thread_checks(agg, plan)),
         ("preemptions: mmcqd and kswapd, Nokia 1 480p60", preemption_checks(agg, plan)),
         ("pss: video client memory", pss_checks(agg, plan)),
         ("organic, fps-switch, genres and drop-grid shapes", shape_checks(agg, plan)),
     ]
+
+
+def nokia1_real_csv(results: Results) -> str:
+    """The Nokia 1 grid cell by cell, real beside simulated (``nokia1-real.csv``)."""
+    lines = ["state,fps,resolution,real_crashed_pct,sim_crashed_pct,real_drop_pct,"
+             "sim_drop_pct,drop_tolerance,real_time_to_crash_s,sim_time_to_crash_s,"
+             "runs,matched"]  # fmt: skip
+    for s in nokia1_scores(Aggregate(results)):
+        r = s.real
+        tolerance = "" if s.drop_ok is None else f"{r.drop_tolerance:.2f}"
+        lines.append(
+            f"{r.state},{r.fps},{r.resolution},{r.crashed_pct:g},{s.crashed_pct:g},"
+            f"{r.drop_pct:g},{s.drop_pct:.2f},{tolerance},{_csv_num(r.time_to_crash_s)},"
+            f"{_csv_num(s.time_to_crash_s)},{s.runs},{str(s.matched).lower()}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _csv_num(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.1f}"
 
 
 def comparison_rows(results: Results, quick: bool) -> list[ComparisonRow]:
@@ -1209,6 +1366,7 @@ class CoalNotDiamonds:
             ("comparison.md", comparison_markdown(results, quick)),
             comparison_rows(results, quick),
         )
+        atomic_write_text(out_dir / "nokia1-real.csv", nokia1_real_csv(results))
         plot(results, quick, out_dir)
         return path
 

@@ -22,6 +22,7 @@ from mqoe.apps.background import PressureGenerator, boot_background, open_apps
 from mqoe.apps.system import boot_system
 from mqoe.apps.video import GENRES, HOSTS, VideoPlayer
 from mqoe.device.cpu import Fair
+from mqoe.device.memory import Memory
 from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.metrics.sched import STATE_COLUMNS, preemption_summary, thread_states
@@ -147,6 +148,7 @@ class Video:
                 state["start_ns"] = env.now
                 # The study traced the playback: thread states are measured over it.
                 state["threads_at_start"] = phone.cpu.snapshot()
+                state["iowait_at_start"] = phone.cpu.iowait_ns()
                 env.schedule(seconds(params.duration_s), end_window)
 
         def end_window(_: object) -> None:
@@ -157,6 +159,9 @@ class Video:
                 env.schedule(end - env.now, end_window)
                 return
             state["threads_at_end"] = phone.cpu.snapshot()
+            state["iowait_at_end"] = phone.cpu.iowait_ns()
+            state["window_end_ns"] = env.now
+            state["zram_at_end"] = phone.memory.zram_stored
 
         def start_pressure(_: object) -> None:
             if params.pressure == "normal":
@@ -251,6 +256,11 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
         "workingset_refault": memory.workingset_refault,
         "psi_some_s": memory.psi_some_ns / 1e9,
         "psi_full_s": memory.psi_full_ns / 1e9,
+        # top's iowait over the playback window, % of all cores' time (the study's
+        # `top -d 1` gives it in % of 400 on the four-core Nokia 1)
+        "iowait_pct": _iowait_pct(phone, state),
+        # zRAM's fill at the end of the playback window (the phone's swap used / total)
+        "zram_used_pct": _zram_used_pct(memory, state),
     }
     return ScenarioOutput(
         metrics=metrics,
@@ -266,6 +276,25 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
             "kills": kills,
         },
     )
+
+
+def _zram_used_pct(memory: Memory, state: dict[str, object]) -> float:
+    """zRAM's fill (swap used / total) at the end of the playback window, or now."""
+    stored = state.get("zram_at_end", memory.zram_stored)
+    assert isinstance(stored, int)
+    return 100.0 * stored / memory.zram_limit if memory.zram_limit else 0.0
+
+
+def _iowait_pct(phone: Phone, state: dict[str, object]) -> float:
+    """Idle-while-waiting-on-I/O time of all cores over the playback window (up to now if
+    it has not ended; the whole run if playback never started), % of all cores' time."""
+    start_ns, start = state.get("start_ns", 0), state.get("iowait_at_start", 0)
+    end_ns, end = state.get("window_end_ns"), state.get("iowait_at_end")
+    if not isinstance(end_ns, int) or not isinstance(end, int):
+        end_ns, end = phone.env.now, phone.cpu.iowait_ns()
+    assert isinstance(start_ns, int) and isinstance(start, int)
+    span = (end_ns - start_ns) * len(phone.cpu.cores)
+    return 100.0 * (end - start) / span if span > 0 else 0.0
 
 
 def _playback_window(threads: pd.DataFrame, state: dict[str, object]) -> pd.DataFrame:

@@ -278,9 +278,11 @@ class Core:
         "current",
         "fair_weight",
         "idle_ns",
+        "iowait_ns",
         "ipc",
         "khz",
         "min_vruntime",
+        "nr_iowait",
         "offline_ns",
         "online",
         "policy",
@@ -309,6 +311,10 @@ class Core:
         self._opp_i = 0  # index of khz in the policy's table
         self.busy_opp_ns: list[int] = []  # ns busy at each OPP
         self.idle_ns = 0
+        # /proc/stat iowait: idle time while a thread that last ran here waits on I/O
+        # (rq->nr_iowait, kernel/sched/cputime.c account_idle_time)
+        self.nr_iowait = 0
+        self.iowait_ns = 0
         self.offline_ns = 0
         self.current: Thread | None = None
         self.rt: list[Thread] = []  # queued RT threads (not the current one)
@@ -618,6 +624,8 @@ class Cpu:
             return done.succeed()
         thread._remaining = float(cycles)
         thread._done = done
+        if thread.state == _BLOCKED_IO:  # woken straight out of an I/O wait
+            self._count_iowait(thread, -1)
         self._wake(thread)
         return done
 
@@ -625,7 +633,23 @@ class Cpu:
         """Mark a sleeping thread as blocked on I/O (D state) or back to plain sleeping."""
         if thread._done is not None or thread.state == _DEAD:
             raise RuntimeError(f"{thread!r} is not sleeping; only a sleeping thread waits on I/O")
-        self._set_state(thread, _BLOCKED_IO if waiting else _SLEEPING)
+        state = _BLOCKED_IO if waiting else _SLEEPING
+        if thread.state != state:
+            self._count_iowait(thread, 1 if waiting else -1)
+        self._set_state(thread, state)
+
+    def _count_iowait(self, thread: Thread, delta: int) -> None:
+        """io_schedule's rq->nr_iowait: the thread's last core counts it while it waits."""
+        core = thread._last_core
+        if core is not None:
+            self._account(core)
+            core.nr_iowait += delta
+
+    def iowait_ns(self) -> int:
+        """Idle time of all cores while a thread waited on I/O, up to now (top's iowait)."""
+        for core in self.cores:
+            self._account(core)
+        return sum(core.iowait_ns for core in self.cores)
 
     def set_affinity(self, thread: Thread, cpus: tuple[int, ...] | list[int] | None) -> None:
         """Change a thread's cpuset; a thread on a core it may no longer use moves at once."""
@@ -739,6 +763,8 @@ class Cpu:
         clean up (release a stall, stop) instead of waiting forever."""
         if thread.state == _DEAD:
             return
+        if thread.state == _BLOCKED_IO:
+            self._count_iowait(thread, -1)
         core = self._detach(thread)
         if core is not None:
             self._refill(core)
@@ -840,6 +866,9 @@ class Cpu:
             assert core.khz in policy.opp.khz, f"core {core.cid} at {core.khz} kHz: not an OPP"
         assert self._n_rt_queued == sum(len(c.rt) for c in self.cores)
         assert self._n_cfs_queued == sum(len(c.cfs) for c in self.cores)
+        for core in self.cores:
+            waiting = sum(t.state == _BLOCKED_IO and t._last_core is core for t in self.threads)
+            assert core.nr_iowait == waiting, (core, core.nr_iowait, waiting)
 
     # -- state and accounting ---------------------------------------------------------
     def _check_cpus(self, cpus: tuple[int, ...] | list[int] | None) -> tuple[int, ...]:
@@ -912,6 +941,8 @@ class Cpu:
                 core._busy_total += elapsed
             else:
                 core.idle_ns += elapsed
+                if core.nr_iowait:
+                    core.iowait_ns += elapsed
             core._acct_t = now
 
     def _account_policy(self, policy: FreqPolicy) -> None:
