@@ -16,7 +16,7 @@ coal-not-diamonds`` (~5 min). A developer tool: the reproduction stays the refer
 critical × 30/60 fps × 240p…1080p) and scores them against the phone's real runs with
 the reproduction's rule (:mod:`mqoe.experiments.nokia1_real`): per cell real and
 simulated drop and crash rates, time to crash, whether it matches, and the number of
-cells matched (the target is 24 of 30). About 5 minutes for 5 seeds on 2 cores.
+cells matched (the target is 24 of 30). About 8 minutes for 5 seeds on 2 cores.
 """
 
 from __future__ import annotations
