@@ -121,3 +121,5 @@ def test_the_quick_reproduction_writes_nokia1_real_csv(tmp_path: Path) -> None:
     lines = (tmp_path / "nokia1-real.csv").read_text().splitlines()
     assert len(lines) == 1 + 3 * 2 * 3  # quick: three resolutions
     assert lines[0].startswith("state,fps,resolution,real_crashed_pct")
+    # 24 of 30 pro rata, rounded up: 18 cells need 15
+    assert "| cells matched (of 18) | 15.0 |" in (tmp_path / "comparison.md").read_text()
