@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from mqoe.experiments import nokia1_real
 from mqoe.experiments.coal_not_diamonds import (
+    Aggregate,
     CoalNotDiamonds,
     Config,
     _fmt,
     comparison_markdown,
     nokia1_real_csv,
+    nokia1_scores,
+    nokia1_top_checks,
 )
 from mqoe.experiments.nokia1_real import RealCell, real_cells, score, top_rows
 from tests.experiments.test_coal_not_diamonds import _results
@@ -123,3 +126,11 @@ def test_the_quick_reproduction_writes_nokia1_real_csv(tmp_path: Path) -> None:
     assert lines[0].startswith("state,fps,resolution,real_crashed_pct")
     # 24 of 30 pro rata, rounded up: 18 cells need 15
     assert "| cells matched (of 18) | 15.0 |" in (tmp_path / "comparison.md").read_text()
+
+
+def test_scoring_a_partial_plan_leaves_the_cells_it_did_not_run_absent() -> None:
+    agg = Aggregate(_results(True, lambda c: 10.0))
+    assert len(nokia1_scores(agg)) == 18
+    assert not agg.has(Config("nokia-1", "normal", "240p", 30))
+    kswapd_rows = [c for c in nokia1_top_checks(agg) if c.what.startswith("kswapd CPU")]
+    assert len(kswapd_rows) == 6  # 480p30, 480p60, 1080p60 × normal, moderate

@@ -401,7 +401,8 @@ class Aggregate:
         return float(DURATION_S)
 
     def records(self, config: Config) -> list[RunRecord]:
-        return list(self._records[config])
+        """The runs of ``config`` (none if the plan did not run it)."""
+        return list(self._records.get(config, ()))
 
     def traced(self, config: Config) -> list[RunRecord]:
         """The sessions the thread and preemption tables read: those that played to the
