@@ -781,13 +781,6 @@ def nokia1_real_checks(agg: Aggregate) -> list[Check]:
     return checks
 
 
-def _top_row(state: str, fps: int, resolution: str) -> nokia1_real.TopRow | None:
-    for row in nokia1_real.top_rows():
-        if (row.state, row.fps, row.resolution) == (state, fps, resolution):
-            return row
-    return None
-
-
 def nokia1_top_checks(agg: Aggregate) -> list[Check]:
     """The phone's own ``top`` and Perfetto numbers under pressure: kswapd's CPU and
     sleeping share, iowait, zRAM fill, and Critical's time to crash."""
@@ -815,15 +808,14 @@ def nokia1_top_checks(agg: Aggregate) -> list[Check]:
     c = Config("nokia-1", "moderate", "480p", 60)
     if agg.has(c):
         sleeping = agg.thread(c, KSWAPD, "sleeping_share_pct")
-        checks.append(Check("kswapd Sleeping share, 480p60 moderate", 30.7, sleeping,
+        checks.append(Check("kswapd Sleeping share, 480p60 moderate",
+                            nokia1_real.KSWAPD_SLEEPING_MODERATE_PCT, sleeping,
                             "20–45%", 20.0 <= sleeping <= 45.0,
                             f"{nokia1_real.SOURCE}: Perfetto thread states"))  # fmt: skip
     for state in ("moderate", "critical"):
-        fill = [
-            agg.mean(Config("nokia-1", state, cell.resolution, cell.fps), "zram_used_pct")
-            for cell in nokia1_real.real_cells()
-            if cell.state == state and agg.has(Config("nokia-1", state, cell.resolution, cell.fps))
-        ]
+        ran = [Config("nokia-1", state, cell.resolution, cell.fps)
+               for cell in nokia1_real.real_cells() if cell.state == state]  # fmt: skip
+        fill = [agg.mean(c, "zram_used_pct") for c in ran if agg.has(c)]
         if fill:
             low = min(fill)
             checks.append(Check(f"zRAM used %, {state} (lowest cell mean)", 100.0, low,

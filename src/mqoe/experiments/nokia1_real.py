@@ -30,6 +30,9 @@ CRASH_POINTS = 20.0
 CRASH_TIME_FACTOR = 2.0
 MATCH_TARGET = 24
 SOURCE = "Coal Not Diamonds (CoNEXT 2022), the Nokia 1's per-run logs"
+# kswapd0's Sleeping share of the trace at Moderate, 480p60 (the study's Perfetto traces,
+# mean of 3); the drop/crash grid and `top` rows are in data/.
+KSWAPD_SLEEPING_MODERATE_PCT = 30.7
 
 
 @dataclass(frozen=True)
