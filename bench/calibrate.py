@@ -110,6 +110,15 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
         raise SystemExit(f"{flag}: {exc}") from None
 
 
+def _is_text_field(section: str, field: str) -> bool:
+    part = DeviceProfile.model_fields.get(section)
+    model = part.annotation if part is not None else None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return False
+    info = model.model_fields.get(field)
+    return info is not None and info.annotation is str
+
+
 def _profile_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key, value in _pairs(items, "--profile").items():
@@ -119,6 +128,8 @@ def _profile_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
+            parsed = value
+        if _is_text_field(section, field):  # e.g. memory.kernel_version=3.10 stays "3.10"
             parsed = value
         out.setdefault(section, {})[field] = parsed
     _overridden("nokia-1", out)  # fail here, not in a worker, on an unknown section

@@ -37,6 +37,26 @@ def cpu_ns(services: list[SystemService]) -> dict[str, int]:
     return {t.name: t.state_ns[ThreadState.RUNNING] for s in services for t in s.threads}
 
 
+def test_under_the_lists_model_zygote_preloads_an_image_the_java_processes_share() -> None:
+    memory = {"ram_mb": 4096, "reserved_mb": 0, "lru": "lists", "kernel_version": "3.18"}
+    p = Phone(make_profile([(4, 1000.0, 1.0)], memory=memory, low_ram=True), 1)
+    services = boot_system(p)
+    p.run(seconds(2))
+    (zygote,) = [s for s in services if s.spec.preload]
+    image = p.memory.preload
+    assert image is zygote.process
+    spec = zygote.spec
+    assert image.code_ws_pages == round(spec.code_mb * 256)
+    assert image.file_ws_pages == round((spec.code_mb + spec.file_mb) * 256)
+    java = [s.process for s in services if s.spec.adj > -1000]
+    native = [s.process for s in services if s.spec.adj == -1000 and not s.spec.preload]
+    assert java and native
+    assert all(p.memory.maps_preload(proc) for proc in java)
+    assert not any(p.memory.maps_preload(proc) for proc in [*native, image])
+    assert p.memory.preload_mappings() == 1 + len(java)
+    p.memory.check()
+
+
 # -- the packaged catalogue --------------------------------------------------------------
 @pytest.mark.parametrize("table", TABLES)
 def test_the_packaged_catalogue_has_each_table_with_distinct_names(table: str) -> None:
@@ -54,13 +74,15 @@ def test_the_go_table_is_smaller_than_the_full_one() -> None:
 @pytest.mark.parametrize(("low_ram", "table"), [(True, "go"), (False, "full")])
 def test_boot_picks_the_table_by_the_profiles_low_ram_flag(low_ram: bool, table: str) -> None:
     _, services = booted(low_ram=low_ram)
-    assert [s.spec for s in services] == list(load_catalogue(table))
-    assert [s.process.name for s in services] == [s.name for s in load_catalogue(table)]
+    # The recency LRU model keeps no shared mappings: zygote's preloaded image is not booted.
+    expected = [s for s in load_catalogue(table) if not s.preload]
+    assert [s.spec for s in services] == expected
+    assert [s.process.name for s in services] == [s.name for s in expected]
 
 
 def test_an_explicit_table_overrides_the_profile() -> None:
     _, services = booted("full", low_ram=True)
-    assert [s.spec for s in services] == list(load_catalogue("full"))
+    assert [s.spec for s in services] == [s for s in load_catalogue("full") if not s.preload]
 
 
 # -- boot: processes, threads, memory ----------------------------------------------------

@@ -46,17 +46,21 @@ class ServiceSpec:
     burst_mcycles: float  # mean CPU burst per wake-up
     touch_per_s: float  # share of its pages used per second
     nice: int = 0
+    code_mb: float = 0.0  # file pages mapped executable (libraries, .oat code)
+    # zygote's preloaded image: its file pages are mapped by every Java process
+    # (Memory.set_preload). Booted only where the LRU model keeps shared mappings.
+    preload: bool = False
 
     def __post_init__(self) -> None:
         for name, kinds in _TYPES.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, kinds):
+            if isinstance(value, bool) != (kinds == (bool,)) or not isinstance(value, kinds):
                 expected = " or ".join(k.__name__ for k in kinds)
                 raise ValueError(f"{name} must be {expected}, got {value!r}")
         if not -20 <= self.nice <= 19:
             raise ValueError(f"nice must be in -20..19, got {self.nice}")
-        if self.anon_mb < 0 or self.file_mb < 0 or self.threads < 1:
-            raise ValueError("anon_mb and file_mb must not be negative; threads ≥ 1")
+        if min(self.anon_mb, self.file_mb, self.code_mb) < 0 or self.threads < 1:
+            raise ValueError("anon_mb, file_mb and code_mb must not be negative; threads ≥ 1")
         if not (self.mcycles_per_s > 0 and self.burst_mcycles > 0):
             raise ValueError("mcycles_per_s and burst_mcycles must be positive")
         if not 0 <= self.touch_per_s <= 1:
@@ -71,7 +75,7 @@ class ServiceSpec:
 _TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,), "adj": (int,), "anon_mb": (int, float), "file_mb": (int, float),
     "threads": (int,), "mcycles_per_s": (int, float), "burst_mcycles": (int, float),
-    "touch_per_s": (int, float), "nice": (int,),
+    "touch_per_s": (int, float), "nice": (int,), "code_mb": (int, float), "preload": (bool,),
 }  # fmt: skip
 
 
@@ -128,7 +132,9 @@ class SystemService:
 
     def _boot(self) -> Generator[Event, object, None]:
         memory, process, spec = self.phone.memory, self.process, self.spec
-        for mb, kind in ((spec.file_mb, "file"), (spec.anon_mb, "anon")):
+        if spec.preload:
+            memory.set_preload(process)
+        for mb, kind in ((spec.code_mb, "code"), (spec.file_mb, "file"), (spec.anon_mb, "anon")):
             total = round(mb * MB_PAGES)
             for start in range(0, total, _ALLOC_STEP_PAGES):
                 yield from memory.allocate(
@@ -161,4 +167,9 @@ def boot_system(
     """Start the phone's own processes (``table``: go | full; default by the profile).
     ``burst_scale`` makes their CPU bursts that many times longer and rarer (same mean)."""
     table = table or ("go" if phone.profile.low_ram else "full")
-    return [SystemService(phone, spec, burst_scale) for spec in load_catalogue(table)]
+    shared = phone.profile.memory.lru == "lists"  # the recency model maps nothing shared
+    return [
+        SystemService(phone, spec, burst_scale)
+        for spec in load_catalogue(table)
+        if shared or not spec.preload
+    ]

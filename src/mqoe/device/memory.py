@@ -41,9 +41,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Protocol
 
+from mqoe.device import lru as lists
 from mqoe.device.cpu import Cpu, Fair, Thread
-from mqoe.device.process import Process, ProcessTable
+from mqoe.device.lru import Lruvec
+from mqoe.device.process import NATIVE_ADJ, Process, ProcessTable
 from mqoe.device.profiles import MemorySpec
 from mqoe.device.storage import Storage
 from mqoe.engine import Environment, Event, ms
@@ -84,6 +87,7 @@ class _Batch:
     reclaimed: int = 0
     cycles: float = 0.0
     writeback: int = 0
+    aged: int = 0  # pages moved between the LRU lists (activated, rotated, deactivated)
 
 
 class Memory:
@@ -142,6 +146,12 @@ class Memory:
         self.pgpgout = 0
         self.allocstall = 0
         self.kswapd_wakeups = 0
+        self.workingset_activate = 0
+        self.evictions = 0  # file pages evicted (the node's inactive_age, mm/workingset.c)
+        self.lru: LruModel = LRU_MODELS[spec.lru](self)
+        # zygote's preloaded image (boot image, framework and native libraries): file
+        # pages every Java process maps (see set_preload).
+        self.preload: Process | None = None
 
     # -- the conservation invariant -----------------------------------------------------
     def used_by_processes(self) -> int:
@@ -167,6 +177,7 @@ class Memory:
             assert 0 <= p.file_resident <= p.file_ws_pages, p
             assert min(p.anon_pages, p.anon_swapped, p.gpu_pages) >= 0, p
         assert self.zram_stored == sum(p.anon_swapped for p in self.processes.processes)
+        self.lru.check()
 
     # -- public API -------------------------------------------------------------------
     def allocate(
@@ -174,9 +185,10 @@ class Memory:
     ) -> Generator[Event, object, None]:
         """Give ``process`` ``pages`` new pages (``kind`` anon | gpu | file); the calling
         thread reclaims directly if that would leave free memory below *min*."""
-        if kind not in ("anon", "gpu", "file"):
+        if kind not in ("anon", "gpu", "file", "code"):
             raise ValueError(f"unknown page kind {kind!r}")
-        self._used(process, pages if kind == "file" else 0, pages if kind == "anon" else 0)
+        file_pages = pages if kind in ("file", "code") else 0
+        self.lru.allocating(process, file_pages, pages if kind == "anon" else 0)
         # Pages arrive as they are faulted in, a step at a time, so free memory falls
         # gradually (lmkd and kswapd see it happen) rather than all at once.
         while pages > 0 and process.alive and thread.alive:
@@ -192,6 +204,9 @@ class Memory:
             else:
                 process.file_ws_pages += step
                 process.file_resident += step
+                if kind == "code":
+                    process.code_ws_pages += step
+            self.lru.added(process, kind, step)
             pages -= step
             self._maybe_wake_kswapd()
 
@@ -202,6 +217,7 @@ class Memory:
             resident = min(pages, process.anon_pages)
             process.anon_pages -= resident
             self.free_pages += resident
+            self.lru.removed(process, "anon", resident)
             self._zram_remove(process, from_zram)
         elif kind == "gpu":
             n = min(pages, process.gpu_pages)
@@ -222,6 +238,25 @@ class Memory:
         self.free_pages -= pages
         self.kernel_pools[name] = self.kernel_pools.get(name, 0) + pages
         self._maybe_wake_kswapd()
+
+    def set_preload(self, process: Process) -> None:
+        """``process``'s file pages are zygote's preloaded image, mapped by every Java
+        process (oom_score_adj above native): their touches of file pages fall on it in
+        proportion to its size, and reclaim's rmap walk visits every mapping."""
+        self.preload = process
+
+    def maps_preload(self, process: Process) -> bool:
+        preload = self.preload
+        return (
+            preload is not None
+            and process is not preload
+            and preload.alive
+            and process.oom_score_adj > NATIVE_ADJ
+        )
+
+    def preload_mappings(self) -> int:
+        """How many processes map the preloaded image (zygote and the Java processes)."""
+        return 1 + sum(1 for p in self.processes.alive if self.maps_preload(p))
 
     def shrink_pool(self, name: str, pages: int) -> None:
         """Pool ``name`` gives ``pages`` back to the free list."""
@@ -252,8 +287,16 @@ class Memory:
         """``thread`` uses ``file_pages`` of its process's file working set and
         ``anon_pages`` of its anon memory; evicted pages fault back in (memory stalls)."""
         rng = self._rng
+        preload = self.preload
+        if file_pages and preload is not None and self.maps_preload(process):
+            # Uses of file pages fall on the shared image as on the process's own files.
+            shared = round(file_pages * preload.file_ws_pages
+                           / (preload.file_ws_pages + process.file_ws_pages))  # fmt: skip
+            file_pages -= shared
+            if shared:
+                yield from self.touch(preload, thread, shared)
         if file_pages or anon_pages:
-            self._used(process, file_pages, anon_pages)
+            self.lru.touched(process, file_pages, anon_pages)
         if file_pages and process.file_resident < process.file_ws_pages:
             evicted_share = 1 - process.file_resident / process.file_ws_pages
             faults = int(rng.binomial(file_pages, evicted_share))
@@ -272,7 +315,7 @@ class Memory:
                     self.free_pages -= chunk
                     process.file_resident += chunk
                     self.workingset_refault += chunk
-                    self._used(process, chunk, 0, refaulted=True)
+                    self.lru.refaulted(process, "file", chunk)
                     self.cpu.set_io_wait(thread, True)
                     yield self.storage.submit(chunk)
                     if thread.alive:
@@ -294,7 +337,7 @@ class Memory:
                         self.free_pages -= faults
                         process.anon_pages += faults
                         self.pswpin += faults
-                        self._used(process, 0, faults, refaulted=True)
+                        self.lru.refaulted(process, "anon", faults)
                         yield self.cpu.run(thread, faults * self.spec.decompress_cycles_per_page)
                 finally:
                     self._stall_end(reclaiming=True)
@@ -306,8 +349,9 @@ class Memory:
         self.free_pages += process.anon_pages + process.gpu_pages
         self.cache_clean += process.file_resident
         self._zram_remove(process, process.anon_swapped)
+        self.lru.released(process)
         process.anon_pages = process.gpu_pages = process.file_resident = 0
-        process.file_ws_pages = 0
+        process.file_ws_pages = process.code_ws_pages = 0
 
     # -- levels -----------------------------------------------------------------------
     @property
@@ -350,7 +394,7 @@ class Memory:
                 batch = self._reclaim(self.spec.reclaim_batch_pages, direct=True)
                 if batch.cycles:
                     yield self.cpu.run(thread, batch.cycles)
-                if batch.reclaimed == 0 and thread.alive:
+                if batch.reclaimed == 0 and batch.aged == 0 and thread.alive:
                     yield self.env.timeout(_OOM_WAIT_NS)  # wait for kswapd / lmkd
         finally:
             self._stall_end(reclaiming=True)
@@ -366,7 +410,7 @@ class Memory:
                 batch = self._reclaim(self.spec.reclaim_batch_pages, direct=False)
                 if batch.cycles:
                     yield self.cpu.run(self.kswapd, batch.cycles)
-                if batch.reclaimed == 0 and batch.writeback == 0:
+                if batch.reclaimed == 0 and batch.writeback == 0 and batch.aged == 0:
                     # Nothing reclaimable: back off like kswapd's failed balance.
                     yield self.env.timeout(ms(100))
                     break
@@ -387,35 +431,10 @@ class Memory:
             self._writeback(flush)
 
     def _reclaim(self, target: int, direct: bool) -> _Batch:
-        """Scan the pools coldest first, splitting the target between file and anon."""
+        """One reclaim pass of ``target`` pages (the LRU model decides which)."""
         batch = _Batch()
-        spec = self.spec
-        anon_share = spec.swappiness / 200 if self.zram_stored < self.zram_limit else 0.0
-        anon_target = round(target * anon_share)
-        file_target = target - anon_target
-        file_target = self._scan_cache(file_target, batch)
-        # Then processes, least recently used first. When one kind runs out (no file
-        # pages left, or zRAM full) the rest of the batch goes to the other, as
-        # get_scan_count() balances the LRUs by what they hold.
-        if file_target > 0 or anon_target > 0:
-            victims = sorted(
-                self.processes.alive,
-                key=lambda p: (p.last_use_ns, -p.oom_score_adj, p.pid),
-            )
-            file_target, anon_target = self._scan(victims, file_target, anon_target, batch)
-            if file_target and self.zram_stored < self.zram_limit:
-                _, unscanned = self._scan(victims, 0, file_target, batch)
-                file_target, anon_target = 0, anon_target + unscanned
-            elif anon_target:
-                unscanned, _ = self._scan(victims, self._scan_cache(anon_target, batch), 0, batch)
-                file_target, anon_target = file_target + unscanned, 0
-            left = file_target + anon_target
-            if left:
-                # Nothing of either kind to take: the kernel goes on scanning pages it
-                # cannot reclaim (unevictable, anon with zRAM full) at rising priority
-                # — scanned, not reclaimed, which drives vmpressure to critical.
-                batch.scanned += left
-        batch.cycles += batch.scanned * spec.scan_cycles_per_page
+        self.lru.reclaim(target, batch)
+        batch.cycles += batch.scanned * self.spec.scan_cycles_per_page
         self.pgscan += batch.scanned
         self.pgsteal += batch.reclaimed
         if direct:
@@ -440,73 +459,6 @@ class Memory:
             self._writeback(flush)
             file_target -= flush
         return file_target
-
-    def _scan(
-        self, victims: list[Process], file_target: int, anon_target: int, batch: _Batch
-    ) -> tuple[int, int]:
-        """One pass over ``victims``; returns the file and anon targets left unscanned."""
-        for process in victims:
-            if file_target <= 0 and anon_target <= 0:
-                break
-            if file_target > 0 and process.file_resident:
-                file_target -= self._reclaim_pages(process, "file", file_target, batch)
-            if anon_target > 0 and process.anon_pages and self.zram_stored < self.zram_limit:
-                anon_target -= self._reclaim_pages(process, "anon", anon_target, batch)
-        return max(0, file_target), max(0, anon_target)
-
-    def _used(
-        self, process: Process, file_pages: int, anon_pages: int, refaulted: bool = False
-    ) -> None:
-        """``process`` used pages now (none: just decay its recent-use counts to now);
-        ``refaulted``: they were faulted back in (refaults or swap-ins)."""
-        now = self.env.now
-        elapsed = now - process.recent_at_ns
-        if elapsed:
-            decay = math.exp(-elapsed / self._ref_window_ns)
-            process.recent_file *= decay
-            process.recent_anon *= decay
-            process.recent_refault_file *= decay
-            process.recent_refault_anon *= decay
-            process.recent_at_ns = now
-        if refaulted:
-            process.recent_refault_file += file_pages
-            process.recent_refault_anon += anon_pages
-        elif file_pages or anon_pages:
-            process.recent_file += file_pages
-            process.recent_anon += anon_pages
-            process.last_use_ns = now
-
-    def _reclaim_pages(self, process: Process, kind: str, want: int, batch: _Batch) -> int:
-        """Scan up to ``want`` pages of one pool; returns how many were scanned."""
-        self._used(process, 0, 0)  # decay its recent-use counts to now
-        pool = process.file_resident if kind == "file" else process.anon_pages
-        scanned = min(pool, want)
-        if kind == "file":
-            uses, faulted = process.recent_file, process.recent_refault_file
-            working_set = process.file_ws_pages
-        else:
-            uses, faulted = process.recent_anon, process.recent_refault_anon
-            working_set = process.anon_pages + process.anon_swapped
-        referenced = 0
-        if scanned and uses >= 1.0:
-            # Uses fall uniformly on the working set, so a resident page was used since
-            # the scanner last passed (about one window ago) with chance 1 − e^(−uses/ws);
-            # pages just faulted back in were all used (workingset activation).
-            p_ref = min(1.0, faulted / pool - math.expm1(-uses / working_set))
-            referenced = int(self._rng.binomial(scanned, p_ref))
-        taken = scanned - referenced
-        if kind == "anon":
-            taken = min(taken, self.zram_limit - self.zram_stored)
-            batch.cycles += taken * self.spec.compress_cycles_per_page
-            process.anon_pages -= taken
-            self._zram_add(process, taken)
-            self.pswpout += taken
-        else:
-            process.file_resident -= taken
-        self.free_pages += taken
-        batch.scanned += scanned
-        batch.reclaimed += taken
-        return scanned
 
     def _zram_add(self, process: Process, pages: int) -> None:
         process.anon_swapped += pages
@@ -580,3 +532,368 @@ class Memory:
             if self.cpu.busy_threads() <= self._reclaimers:
                 self.psi_full_ns += now - self._stall_since
         self._stall_since = now
+
+
+# -- LRU models ---------------------------------------------------------------------------
+class LruModel(Protocol):
+    """How reclaim chooses pages: the per-process state it keeps (told of every page
+    that arrives, is used, faults back or leaves) and one reclaim pass."""
+
+    def allocating(self, process: Process, file_pages: int, anon_pages: int) -> None: ...
+    def added(self, process: Process, kind: str, pages: int) -> None: ...
+    def touched(self, process: Process, file_pages: int, anon_pages: int) -> None: ...
+    def refaulted(self, process: Process, kind: str, pages: int) -> None: ...
+    def removed(self, process: Process, kind: str, pages: int) -> None: ...
+    def released(self, process: Process) -> None: ...
+    def reclaim(self, target: int, batch: _Batch) -> None: ...
+    def check(self) -> None: ...
+
+
+class RecencyLru:
+    """One global recency order over processes (least recently used first) and, within
+    a process, referenced pages by recent use: a resident page was used since the
+    scanner last passed with chance 1 − exp(−uses / working set), uses decayed over the
+    profile's ``referenced_window_ms``; pages just faulted back count as used."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.m = memory
+
+    def allocating(self, process: Process, file_pages: int, anon_pages: int) -> None:
+        self._used(process, file_pages, anon_pages)
+
+    def added(self, process: Process, kind: str, pages: int) -> None:
+        pass
+
+    def touched(self, process: Process, file_pages: int, anon_pages: int) -> None:
+        self._used(process, file_pages, anon_pages)
+
+    def refaulted(self, process: Process, kind: str, pages: int) -> None:
+        if kind == "anon":
+            self._used(process, 0, pages, refaulted=True)
+        else:
+            self._used(process, pages, 0, refaulted=True)
+
+    def removed(self, process: Process, kind: str, pages: int) -> None:
+        pass
+
+    def released(self, process: Process) -> None:
+        pass
+
+    def check(self) -> None:
+        pass
+
+    def reclaim(self, target: int, batch: _Batch) -> None:
+        m = self.m
+        spec = m.spec
+        anon_share = spec.swappiness / 200 if m.zram_stored < m.zram_limit else 0.0
+        anon_target = round(target * anon_share)
+        file_target = target - anon_target
+        file_target = m._scan_cache(file_target, batch)
+        # Then processes, least recently used first. When one kind runs out (no file
+        # pages left, or zRAM full) the rest of the batch goes to the other, as
+        # get_scan_count() balances the LRUs by what they hold.
+        if file_target > 0 or anon_target > 0:
+            victims = sorted(
+                m.processes.alive,
+                key=lambda p: (p.last_use_ns, -p.oom_score_adj, p.pid),
+            )
+            file_target, anon_target = self._scan(victims, file_target, anon_target, batch)
+            if file_target and m.zram_stored < m.zram_limit:
+                _, unscanned = self._scan(victims, 0, file_target, batch)
+                file_target, anon_target = 0, anon_target + unscanned
+            elif anon_target:
+                unscanned, _ = self._scan(victims, m._scan_cache(anon_target, batch), 0, batch)
+                file_target, anon_target = file_target + unscanned, 0
+            left = file_target + anon_target
+            if left:
+                # Nothing of either kind to take: the kernel goes on scanning pages it
+                # cannot reclaim (unevictable, anon with zRAM full) at rising priority
+                # — scanned, not reclaimed, which drives vmpressure to critical.
+                batch.scanned += left
+
+    def _scan(
+        self, victims: list[Process], file_target: int, anon_target: int, batch: _Batch
+    ) -> tuple[int, int]:
+        """One pass over ``victims``; returns the file and anon targets left unscanned."""
+        m = self.m
+        for process in victims:
+            if file_target <= 0 and anon_target <= 0:
+                break
+            if file_target > 0 and process.file_resident:
+                file_target -= self._reclaim_pages(process, "file", file_target, batch)
+            if anon_target > 0 and process.anon_pages and m.zram_stored < m.zram_limit:
+                anon_target -= self._reclaim_pages(process, "anon", anon_target, batch)
+        return max(0, file_target), max(0, anon_target)
+
+    def _used(
+        self, process: Process, file_pages: int, anon_pages: int, refaulted: bool = False
+    ) -> None:
+        """``process`` used pages now (none: just decay its recent-use counts to now);
+        ``refaulted``: they were faulted back in (refaults or swap-ins)."""
+        now = self.m.env.now
+        elapsed = now - process.recent_at_ns
+        if elapsed:
+            decay = math.exp(-elapsed / self.m._ref_window_ns)
+            process.recent_file *= decay
+            process.recent_anon *= decay
+            process.recent_refault_file *= decay
+            process.recent_refault_anon *= decay
+            process.recent_at_ns = now
+        if refaulted:
+            process.recent_refault_file += file_pages
+            process.recent_refault_anon += anon_pages
+        elif file_pages or anon_pages:
+            process.recent_file += file_pages
+            process.recent_anon += anon_pages
+            process.last_use_ns = now
+
+    def _reclaim_pages(self, process: Process, kind: str, want: int, batch: _Batch) -> int:
+        """Scan up to ``want`` pages of one pool; returns how many were scanned."""
+        m = self.m
+        self._used(process, 0, 0)  # decay its recent-use counts to now
+        pool = process.file_resident if kind == "file" else process.anon_pages
+        scanned = min(pool, want)
+        if kind == "file":
+            uses, faulted = process.recent_file, process.recent_refault_file
+            working_set = process.file_ws_pages
+        else:
+            uses, faulted = process.recent_anon, process.recent_refault_anon
+            working_set = process.anon_pages + process.anon_swapped
+        referenced = 0
+        if scanned and uses >= 1.0:
+            # Uses fall uniformly on the working set, so a resident page was used since
+            # the scanner last passed (about one window ago) with chance 1 − e^(−uses/ws);
+            # pages just faulted back in were all used (workingset activation).
+            p_ref = min(1.0, faulted / pool - math.expm1(-uses / working_set))
+            referenced = int(m._rng.binomial(scanned, p_ref))
+        taken = scanned - referenced
+        if kind == "anon":
+            taken = min(taken, m.zram_limit - m.zram_stored)
+            batch.cycles += taken * m.spec.compress_cycles_per_page
+            process.anon_pages -= taken
+            m._zram_add(process, taken)
+            m.pswpout += taken
+        else:
+            process.file_resident -= taken
+        m.free_pages += taken
+        batch.scanned += scanned
+        batch.reclaimed += taken
+        return scanned
+
+
+class ListLru:
+    """Linux's LRU lists per process (:mod:`mqoe.device.lru`): each pass takes the
+    unmapped page cache first (pages written or read once, the oldest on the file
+    lists), then one lruvec chosen with chance proportional to its size (reclaim scans
+    every lruvec ``size >> priority`` pages), split between its lists by get_scan_count
+    and aged by shrink_active_list whenever its inactive list is low."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.m = memory
+        spec = memory.spec
+        self._rng = memory._rng
+        self._kernel = spec.kernel
+        # Shadow entries and the refault distance: per lruvec from Linux 4.7 (memcg-aware
+        # workingset), per node before it.
+        self._per_lruvec_workingset = spec.kernel >= (4, 7)
+
+    @staticmethod
+    def vec(process: Process) -> Lruvec:
+        if process.lru is None:
+            process.lru = Lruvec()
+        return process.lru
+
+    # -- pages arriving, used, leaving -------------------------------------------------
+    def allocating(self, process: Process, file_pages: int, anon_pages: int) -> None:
+        process.last_use_ns = self.m.env.now
+
+    def added(self, process: Process, kind: str, pages: int) -> None:
+        vec = self.vec(process)
+        if kind == "anon":
+            lists.add(vec.anon, pages, active=True)
+        elif kind == "code":
+            lists.add(vec.code, pages, active=False)
+        elif kind == "file":
+            lists.add(vec.data, pages, active=False)
+
+    def touched(self, process: Process, file_pages: int, anon_pages: int) -> None:
+        process.last_use_ns = self.m.env.now
+        vec, rng = self.vec(process), self._rng
+        if file_pages and process.file_ws_pages:
+            share = file_pages / process.file_ws_pages  # uses per page of the working set
+            lists.touch(vec.code, round(share * vec.code.pages), rng)
+            lists.touch(vec.data, round(share * vec.data.pages), rng)
+        swapped = process.anon_pages + process.anon_swapped
+        if anon_pages and swapped:
+            lists.touch(vec.anon, round(anon_pages * process.anon_pages / swapped), rng)
+
+    def refaulted(self, process: Process, kind: str, pages: int) -> None:
+        vec, m = self.vec(process), self.m
+        if kind == "anon":  # swap-in: read_swap_cache_async adds to the inactive list
+            lists.add(vec.anon, pages, active=False)
+            return
+        evicted_code = process.code_ws_pages - vec.code.pages
+        evicted = process.file_ws_pages - process.file_resident + pages
+        code = lists.pick(self._rng, pages, evicted_code, evicted)
+        if self._per_lruvec_workingset:
+            counter, active = vec.evictions, vec.file_active
+        else:
+            counter, active = m.evictions, self._active_file()
+        activate = lists.refaulted(vec, pages, counter, active, self._rng)
+        m.workingset_activate += activate
+        # An activation ages the inactive list too (workingset_refault: inactive_age++).
+        if self._per_lruvec_workingset:
+            vec.evictions += activate
+        m.evictions += activate
+        code_active = lists.pick(self._rng, activate, code, pages)
+        lists.add(vec.code, code_active, active=True)
+        lists.add(vec.code, code - code_active, active=False)
+        lists.add(vec.data, activate - code_active, active=True)
+        lists.add(vec.data, pages - code - (activate - code_active), active=False)
+
+    def removed(self, process: Process, kind: str, pages: int) -> None:
+        lists.remove(self.vec(process).of(kind), pages, self._rng)
+
+    def released(self, process: Process) -> None:
+        process.lru = None
+
+    def check(self) -> None:
+        for p in self.m.processes.processes:
+            if p.lru is None:
+                assert p.anon_pages == p.file_resident == 0 or not p.alive, p
+                continue
+            p.lru.check()
+            assert p.lru.anon.pages == p.anon_pages, (p, p.lru)
+            assert p.lru.code.pages + p.lru.data.pages == p.file_resident, (p, p.lru)
+            assert p.lru.code.pages <= p.code_ws_pages, (p, p.lru)
+
+    def _active_file(self) -> int:
+        return sum(p.lru.file_active for p in self.m.processes.alive if p.lru is not None)
+
+    # -- reclaim ------------------------------------------------------------------------
+    def reclaim(self, target: int, batch: _Batch) -> None:
+        m = self.m
+        target = m._scan_cache(target, batch)
+        if target <= 0:
+            return
+        swap_ok = m.zram_stored < m.zram_limit
+        candidates: list[tuple[Process, Lruvec, int]] = []
+        total = 0
+        for p in m.processes.alive:
+            vec = p.lru
+            if vec is None:
+                continue
+            size = vec.code.pages + vec.data.pages + (vec.anon.pages if swap_ok else 0)
+            if size:
+                candidates.append((p, vec, size))
+                total += size
+        if not total:
+            # Nothing of either kind to take: the kernel goes on scanning pages it
+            # cannot reclaim (unevictable, anon with zRAM full) at rising priority —
+            # scanned, not reclaimed, which drives vmpressure to critical.
+            batch.scanned += target
+            return
+        pick = self._rng.random() * total
+        chosen = candidates[-1]
+        for candidate in candidates:
+            pick -= candidate[2]
+            if pick < 0:
+                chosen = candidate
+                break
+        self._shrink_lruvec(chosen[0], chosen[1], target, batch, swap_ok)
+
+    def _shrink_lruvec(
+        self, process: Process, vec: Lruvec, target: int, batch: _Batch, swap_ok: bool
+    ) -> None:
+        """shrink_lruvec: scan ``target`` pages of one process's lists."""
+        m, rng = self.m, self._rng
+        file_inactive, file_active = vec.file_inactive, vec.file_active
+        ratio = lists.inactive_ratio("file", file_inactive + file_active, self._kernel)
+        file_low = lists.inactive_is_low(file_inactive, file_active, ratio)
+        ratio = lists.inactive_ratio("anon", vec.anon.pages, self._kernel)
+        anon_low = lists.inactive_is_low(vec.anon.inactive, vec.anon.active, ratio)
+        if not swap_ok or not vec.anon.pages:
+            fa, ff = 0.0, 1.0  # SCAN_FILE: no swap space
+        elif m.file_pages + m.free_pages <= m.high_wmark:
+            fa, ff = 1.0, 0.0  # SCAN_ANON: the page cache is nearly gone
+        elif not file_low and vec.file_inactive >> lists.DEF_PRIORITY:
+            fa, ff = 0.0, 1.0  # SCAN_FILE: enough inactive page cache
+        else:
+            fa, ff = lists.scan_fractions(vec, m.spec.swappiness, True)
+        weights = (
+            vec.anon.inactive * fa,
+            vec.file_inactive * ff,
+            vec.anon.active * fa if anon_low else 0.0,
+            vec.file_active * ff if file_low else 0.0,
+        )
+        whole = sum(weights)
+        if whole <= 0:
+            batch.scanned += target  # scanned, nothing to take (see reclaim)
+            return
+        n_ia, n_if, n_aa, n_af = (round(target * w / whole) for w in weights)
+        cost = m.spec.scan_cycles_per_page
+        # page_referenced and try_to_unmap walk every mapping of a file page: the
+        # preloaded image is mapped by every Java process.
+        rmap = 0
+        if process is m.preload:
+            rmap = (m.preload_mappings() - 1) * m.spec.rmap_cycles_per_mapping
+        # Age the active lists first (shrink_list calls shrink_active_list when the
+        # inactive list is low).
+        if n_af:
+            code = lists.pick(rng, n_af, vec.code.active, file_active)
+            for kind, n in (("code", code), ("data", n_af - code)):
+                out = lists.shrink_active(vec.of(kind), kind, n, rng)
+                vec.recent_scanned[1] += out.rotated + out.deactivated
+                vec.recent_rotated[1] += out.rotated
+                batch.aged += out.rotated + out.deactivated
+                batch.cycles += (out.rotated + out.deactivated) * (cost + rmap)
+        if n_aa:
+            out = lists.shrink_active(vec.anon, "anon", n_aa, rng)
+            vec.recent_scanned[0] += out.deactivated
+            batch.aged += out.deactivated
+            batch.cycles += out.deactivated * cost
+        if n_if:
+            code = lists.pick(rng, n_if, vec.code.inactive, file_inactive)
+            for kind, n in (("code", code), ("data", n_if - code)):
+                out = lists.shrink_inactive(vec.of(kind), kind, n, rng)
+                self._file_scanned(process, vec, out, batch)
+                batch.cycles += (out.scanned + out.reclaimed) * rmap
+        if n_ia:
+            room = m.zram_limit - m.zram_stored
+            out = lists.shrink_inactive(vec.anon, "anon", n_ia, rng)
+            if out.reclaimed > room:  # zRAM filled mid-batch: the rest stay
+                extra = out.reclaimed - room
+                vec.anon.inactive += extra
+                out.reclaimed -= extra
+                out.rotated += extra
+            vec.recent_scanned[0] += out.scanned
+            vec.recent_rotated[0] += out.activated
+            taken = out.reclaimed
+            batch.cycles += taken * m.spec.compress_cycles_per_page
+            process.anon_pages -= taken
+            m._zram_add(process, taken)
+            m.pswpout += taken
+            m.free_pages += taken
+            batch.scanned += out.scanned
+            batch.reclaimed += taken
+            batch.aged += out.activated + out.rotated
+
+    def _file_scanned(self, process: Process, vec: Lruvec, out: lists.Scan, batch: _Batch) -> None:
+        m = self.m
+        vec.recent_scanned[1] += out.scanned
+        vec.recent_rotated[1] += out.activated
+        taken = out.reclaimed
+        process.file_resident -= taken
+        m.free_pages += taken
+        if self._per_lruvec_workingset:
+            lists.evicted(vec, taken, vec.evictions)
+            vec.evictions += taken
+        else:
+            lists.evicted(vec, taken, m.evictions)
+        m.evictions += taken
+        batch.scanned += out.scanned
+        batch.reclaimed += taken
+        batch.aged += out.activated + out.rotated
+
+
+LRU_MODELS: dict[str, Callable[[Memory], LruModel]] = {"recency": RecencyLru, "lists": ListLru}

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mqoe.device.cpu import Thread
+from mqoe.device.lru import Lruvec
 
 # frameworks/base ProcessList.java (spec 06).
 NATIVE_ADJ = -1000
@@ -55,6 +56,7 @@ class Process:
     anon_swapped: int = 0  # anonymous pages held compressed in zRAM
     file_ws_pages: int = 0  # file-backed working set (code, libraries, resources)
     file_resident: int = 0  # …of which in RAM; the rest refaults when touched
+    code_ws_pages: int = 0  # …of the working set, pages mapped executable (VM_EXEC)
     gpu_pages: int = 0
     # zRAM compression ratio of its anon data (0: the profile's). Random bytes do not
     # compress: zRAM keeps such pages whole ("huge" pages), ratio 1.
@@ -69,6 +71,7 @@ class Process:
     recent_refault_anon: float = 0.0
     recent_at_ns: int = 0
     on_kill: list[Callable[[Process], None]] = field(default_factory=list)
+    lru: Lruvec | None = None  # its LRU lists (the "lists" LRU model only)
 
     @property
     def rss_pages(self) -> int:

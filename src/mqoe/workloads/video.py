@@ -253,7 +253,14 @@ def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> Sce
         "kswapd_cpu_s": float(cpu.get("kswapd0", 0)) / 1e9,
         "mmcqd_cpu_s": float(cpu.get("mmcqd", 0)) / 1e9,
         "lmkd_cpu_s": float(cpu.get("lmkd", 0)) / 1e9,
+        # /proc/vmstat counters over the whole run
         "workingset_refault": memory.workingset_refault,
+        "workingset_activate": memory.workingset_activate,
+        "pgscan": memory.pgscan,
+        "pgsteal": memory.pgsteal,
+        "pswpin": memory.pswpin,
+        "pswpout": memory.pswpout,
+        "allocstall": memory.allocstall,
         "psi_some_s": memory.psi_some_ns / 1e9,
         "psi_full_s": memory.psi_full_ns / 1e9,
         # top's iowait over the playback window, % of all cores' time (the study's

@@ -341,6 +341,10 @@ class MemorySpec(_Model):
     scan_cycles_per_page: int = Field(default=2_000, ge=0, le=_MAX_CYCLES)
     compress_cycles_per_page: int = Field(default=12_000, ge=0, le=_MAX_CYCLES)
     decompress_cycles_per_page: int = Field(default=3_000, ge=0, le=_MAX_CYCLES)
+    # The rmap walk's cost per extra mapping of a shared file page (page_referenced on
+    # each scan, try_to_unmap on eviction: the page-table lookup of each mapping VMA;
+    # calibration constant, "lists" model: the preloaded image's pages).
+    rmap_cycles_per_mapping: int = Field(default=1_000, ge=0, le=_MAX_CYCLES)
     # A scanned page that its process used recently is found referenced and rotated
     # instead of reclaimed. "Recently" = the pages touched, decayed with this time
     # constant (roughly one LRU scan cycle; calibration constant).
@@ -349,6 +353,18 @@ class MemorySpec(_Model):
     # (32). A larger value is a simulation granularity for hour-long workloads — the same
     # pages are reclaimed, in fewer, bigger steps.
     reclaim_batch_pages: int = Field(default=32, ge=1, le=4096)
+    # How reclaim picks pages (device/memory.py LRU_MODELS): "recency" — one recency
+    # order over processes, referenced pages by recent use; "lists" — Linux's inactive
+    # and active lists per process, with workingset refault detection.
+    lru: Literal["recency", "lists"] = "recency"
+    # The kernel's version, major.minor: the LRU lists' rules changed in 4.7
+    # (memcg-aware workingset) and 4.8 (inactive_list_is_low for file pages).
+    kernel_version: str = Field(default="4.4", pattern=r"^[2-9]\.[0-9]{1,2}$")
+
+    @property
+    def kernel(self) -> tuple[int, int]:
+        major, minor = self.kernel_version.split(".")
+        return int(major), int(minor)
 
     @model_validator(mode="after")
     def _reserved_below_ram(self) -> MemorySpec:
