@@ -24,6 +24,10 @@ kernel allocators hold, e.g. the zsmalloc pool of compressed GPU buffers, spec 0
   pages just faulted back in count as used (the kernel's workingset activation). Light
   thrashing keeps reclaim efficient; a process whose resident set is mostly pages it
   just faulted back makes almost every scan futile — critical vmpressure.
+* **Two LRU models** (``LRU_MODELS``, chosen by the profile's ``[memory] lru``): the
+  recency model above (the default) and ``lists``, Linux's inactive/active lists per
+  process with workingset refault detection (:class:`ListLru`, :mod:`mqoe.device.lru`,
+  docs/decisions/0002-memory-lru.md).
 * **Direct reclaim**: an allocation that would leave free memory below *min* makes the
   allocating thread reclaim itself (CPU on that thread, a memory stall).
 * **Writeback**: dirty page cache is written every 5 s by the flusher (and by reclaim
@@ -183,8 +187,9 @@ class Memory:
     def allocate(
         self, process: Process, thread: Thread, pages: int, kind: str = "anon"
     ) -> Generator[Event, object, None]:
-        """Give ``process`` ``pages`` new pages (``kind`` anon | gpu | file); the calling
-        thread reclaims directly if that would leave free memory below *min*."""
+        """Give ``process`` ``pages`` new pages (``kind`` anon | gpu | file | code — file
+        pages mapped executable); the calling thread reclaims directly if that would
+        leave free memory below *min*."""
         if kind not in ("anon", "gpu", "file", "code"):
             raise ValueError(f"unknown page kind {kind!r}")
         file_pages = pages if kind in ("file", "code") else 0
@@ -284,8 +289,9 @@ class Memory:
     def touch(
         self, process: Process, thread: Thread, file_pages: int, anon_pages: int = 0
     ) -> Generator[Event, object, None]:
-        """``thread`` uses ``file_pages`` of its process's file working set and
-        ``anon_pages`` of its anon memory; evicted pages fault back in (memory stalls)."""
+        """``thread`` uses ``file_pages`` of its process's file mappings and ``anon_pages``
+        of its anon memory; evicted pages fault back in (memory stalls). A Java process's
+        file uses fall on the preloaded image (if any) in proportion to its size."""
         rng = self._rng
         preload = self.preload
         if file_pages and preload is not None and self.maps_preload(process):
