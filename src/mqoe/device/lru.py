@@ -227,11 +227,10 @@ def inactive_ratio(kind: str, lists_pages: int, kernel: tuple[int, int]) -> floa
     of one kind in one lruvec — a memory cgroup's own, as mem_cgroup_inactive_anon_is_low
     and, from Linux 4.8, inactive_list_is_low size it): int_sqrt(10 × their GB), 1 below
     1 GB; before 4.8 the file lists are kept 1:1."""
-    gb = lists_pages >> 18  # 4 KB pages per GB
-    ratio = float(math.isqrt(10 * gb)) if gb else 1.0
     if kernel < (4, 8) and kind != "anon":
         return 1.0
-    return ratio
+    gb = lists_pages >> 18  # 4 KB pages per GB
+    return float(math.isqrt(10 * gb)) if gb else 1.0
 
 
 def scan_fractions(vec: Lruvec, swappiness: int, anon_scannable: bool) -> tuple[float, float]:

@@ -784,12 +784,14 @@ class ListLru:
             return
         swap_ok = m.zram_stored < m.zram_limit
         candidates: list[tuple[Process, Lruvec, int]] = []
-        total = 0
+        total = mapped_file = 0
         for p in m.processes.alive:
             vec = p.lru
             if vec is None:
                 continue
-            size = vec.code.pages + vec.data.pages + (vec.anon.pages if swap_ok else 0)
+            file = vec.code.pages + vec.data.pages
+            mapped_file += file
+            size = file + (vec.anon.pages if swap_ok else 0)
             if size:
                 candidates.append((p, vec, size))
                 total += size
@@ -806,12 +808,21 @@ class ListLru:
             if pick < 0:
                 chosen = candidate
                 break
-        self._shrink_lruvec(chosen[0], chosen[1], target, batch, swap_ok)
+        # The page cache as /proc/meminfo Cached counts it (Memory.file_pages).
+        cached = m.cache_clean + m.cache_dirty + mapped_file
+        self._shrink_lruvec(chosen[0], chosen[1], target, batch, swap_ok, cached)
 
     def _shrink_lruvec(
-        self, process: Process, vec: Lruvec, target: int, batch: _Batch, swap_ok: bool
+        self,
+        process: Process,
+        vec: Lruvec,
+        target: int,
+        batch: _Batch,
+        swap_ok: bool,
+        cached: int,
     ) -> None:
-        """shrink_lruvec: scan ``target`` pages of one process's lists."""
+        """shrink_lruvec: scan ``target`` pages of one process's lists (``cached``: the
+        node's page cache, for get_scan_count's SCAN_ANON test)."""
         m, rng = self.m, self._rng
         file_inactive, file_active = vec.file_inactive, vec.file_active
         ratio = lists.inactive_ratio("file", file_inactive + file_active, self._kernel)
@@ -820,17 +831,17 @@ class ListLru:
         anon_low = lists.inactive_is_low(vec.anon.inactive, vec.anon.active, ratio)
         if not swap_ok or not vec.anon.pages:
             fa, ff = 0.0, 1.0  # SCAN_FILE: no swap space
-        elif m.file_pages + m.free_pages <= m.high_wmark:
+        elif cached + m.free_pages <= m.high_wmark:
             fa, ff = 1.0, 0.0  # SCAN_ANON: the page cache is nearly gone
-        elif not file_low and vec.file_inactive >> lists.DEF_PRIORITY:
+        elif not file_low and file_inactive >> lists.DEF_PRIORITY:
             fa, ff = 0.0, 1.0  # SCAN_FILE: enough inactive page cache
         else:
             fa, ff = lists.scan_fractions(vec, m.spec.swappiness, True)
         weights = (
             vec.anon.inactive * fa,
-            vec.file_inactive * ff,
+            file_inactive * ff,
             vec.anon.active * fa if anon_low else 0.0,
-            vec.file_active * ff if file_low else 0.0,
+            file_active * ff if file_low else 0.0,
         )
         whole = sum(weights)
         if whole <= 0:
@@ -849,15 +860,15 @@ class ListLru:
             code = lists.pick(rng, n_af, vec.code.active, file_active)
             for kind, n in (("code", code), ("data", n_af - code)):
                 out = lists.shrink_active(vec.of(kind), kind, n, rng)
-                vec.recent_scanned[1] += out.rotated + out.deactivated
+                vec.recent_scanned[1] += out.scanned
                 vec.recent_rotated[1] += out.rotated
-                batch.aged += out.rotated + out.deactivated
-                batch.cycles += (out.rotated + out.deactivated) * (cost + rmap)
+                batch.aged += out.scanned
+                batch.cycles += out.scanned * (cost + rmap)
         if n_aa:
             out = lists.shrink_active(vec.anon, "anon", n_aa, rng)
-            vec.recent_scanned[0] += out.deactivated
-            batch.aged += out.deactivated
-            batch.cycles += out.deactivated * cost
+            vec.recent_scanned[0] += out.scanned  # anon: every scanned page deactivated
+            batch.aged += out.scanned
+            batch.cycles += out.scanned * cost
         if n_if:
             code = lists.pick(rng, n_if, vec.code.inactive, file_inactive)
             for kind, n in (("code", code), ("data", n_if - code)):
