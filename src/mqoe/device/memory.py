@@ -43,6 +43,7 @@ kernel allocators hold, e.g. the zsmalloc pool of compressed GPU buffers, spec 0
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Protocol
@@ -90,8 +91,40 @@ class _Batch:
     scanned: int = 0
     reclaimed: int = 0
     cycles: float = 0.0
+    compressed: int = 0  # anon pages put into zRAM (their compression is run apart)
     writeback: int = 0
     aged: int = 0  # pages moved between the LRU lists (activated, rotated, deactivated)
+
+
+class _Streams:
+    """zRAM's compression streams (max_comp_streams): compressing a page needs one, and
+    with all ``n`` taken the next compressor sleeps until one is released (zcomp's
+    stream lock). ``n`` = 0: a stream per CPU, never waited for."""
+
+    def __init__(self, env: Environment, n: int) -> None:
+        self._env = env
+        self._free = n
+        self._waiting: deque[Event] = deque()
+
+    def acquire(self) -> Event | None:
+        """None if a stream was free (now taken), else the event that hands one over."""
+        if self._free > 0:
+            self._free -= 1
+            return None
+        wait = Event(self._env)
+        self._waiting.append(wait)
+        return wait
+
+    def release(self, wait: Event | None) -> None:
+        """Give back the stream ``acquire`` returned ``wait`` for; a waiter that never
+        got one (killed while waiting) just leaves the queue."""
+        if wait is not None and not wait.triggered:
+            self._waiting.remove(wait)
+            return
+        if self._waiting:
+            self._waiting.popleft().succeed()  # the stream passes to the next waiter
+        else:
+            self._free += 1
 
 
 class Memory:
@@ -121,6 +154,11 @@ class Memory:
         self.zram_stored = 0  # anon pages held in zRAM (uncompressed count)
         self.zram_limit = int(spec.total_pages * spec.zram_fraction)
         self._zram_bytes = 0.0  # compressed bytes
+        self._streams = _Streams(env, spec.zram_streams)
+        # Swap readahead: a swap-in reads its aligned cluster of 2**page_cluster slots.
+        # From Linux 4.15 a synchronous swap device (zRAM) skips it for pages only one
+        # process maps (do_swap_page's SWP_SYNCHRONOUS_IO path): one page per fault.
+        self._swap_cluster = 1 << spec.page_cluster if spec.kernel < (4, 15) else 1
         self.zram_pool = 0  # RAM pages holding them
         self.kernel_pools: dict[str, int] = {}  # name → pages (grow_pool / shrink_pool)
         self._rng = env.rng("reclaim")
@@ -149,6 +187,7 @@ class Memory:
         self.workingset_refault = 0
         self.pgpgout = 0
         self.allocstall = 0
+        self.zram_stream_waits = 0  # reclaim passes that waited for a compression stream
         self.kswapd_wakeups = 0
         self.workingset_activate = 0
         self.evictions = 0  # file pages evicted (the node's inactive_age, mm/workingset.c)
@@ -332,7 +371,14 @@ class Memory:
                 self._maybe_wake_kswapd()
         if anon_pages and process.anon_swapped and process.alive and thread.alive:
             total = process.anon_pages + process.anon_swapped
-            faults = int(rng.binomial(anon_pages, process.anon_swapped / total))
+            share = process.anon_swapped / total
+            faults = int(rng.binomial(anon_pages, share))
+            if faults and self._swap_cluster > 1:
+                # swapin_readahead: each fault also reads the other slots of its
+                # cluster; those still in use hold pages of the same process (reclaim
+                # swaps a process's pages out together). They are decompressed too.
+                extra = int(rng.binomial(faults * (self._swap_cluster - 1), share))
+                faults = min(process.anon_swapped, faults + extra)
             if faults:
                 self._stall_begin(reclaiming=True)
                 try:
@@ -398,8 +444,7 @@ class Memory:
             while self.free_pages - pages < self.min_wmark and thread.alive:
                 self._maybe_wake_kswapd()
                 batch = self._reclaim(self.spec.reclaim_batch_pages, direct=True)
-                if batch.cycles:
-                    yield self.cpu.run(thread, batch.cycles)
+                yield from self._run_batch(thread, batch)
                 if batch.reclaimed == 0 and batch.aged == 0 and thread.alive:
                     yield self.env.timeout(_OOM_WAIT_NS)  # wait for kswapd / lmkd
         finally:
@@ -414,12 +459,27 @@ class Memory:
             self._kswapd_wake = None
             while self.free_pages < self.high_wmark:
                 batch = self._reclaim(self.spec.reclaim_batch_pages, direct=False)
-                if batch.cycles:
-                    yield self.cpu.run(self.kswapd, batch.cycles)
+                yield from self._run_batch(self.kswapd, batch)
                 if batch.reclaimed == 0 and batch.writeback == 0 and batch.aged == 0:
                     # Nothing reclaimable: back off like kswapd's failed balance.
                     yield self.env.timeout(ms(100))
                     break
+
+    def _run_batch(self, thread: Thread, batch: _Batch) -> Generator[Event, object, None]:
+        """``thread`` does a reclaim pass's work: the scan, then the compression of the
+        pages it swapped out, on one of zRAM's compression streams (waiting, asleep,
+        while every stream is taken)."""
+        if batch.cycles:
+            yield self.cpu.run(thread, batch.cycles)
+        if batch.compressed:
+            wait = self._streams.acquire()
+            try:
+                if wait is not None:
+                    self.zram_stream_waits += 1
+                    yield wait
+                yield self.cpu.run(thread, batch.compressed * self.spec.compress_cycles_per_page)
+            finally:  # also when the thread is killed, holding a stream or waiting
+                self._streams.release(wait)
 
     def _arm_flusher(self) -> None:
         """Dirty pages wake the writeback flusher dirty_writeback_centisecs (5 s) later."""
@@ -441,6 +501,9 @@ class Memory:
         batch = _Batch()
         self.lru.reclaim(target, batch)
         batch.cycles += batch.scanned * self.spec.scan_cycles_per_page
+        if not self.spec.zram_streams:  # no stream to wait for: one stretch of work
+            batch.cycles += batch.compressed * self.spec.compress_cycles_per_page
+            batch.compressed = 0
         self.pgscan += batch.scanned
         self.pgsteal += batch.reclaimed
         if direct:
@@ -675,7 +738,7 @@ class RecencyLru:
         taken = scanned - referenced
         if kind == "anon":
             taken = min(taken, m.zram_limit - m.zram_stored)
-            batch.cycles += taken * m.spec.compress_cycles_per_page
+            batch.compressed += taken
             process.anon_pages -= taken
             m._zram_add(process, taken)
             m.pswpout += taken
@@ -886,7 +949,7 @@ class ListLru:
             vec.recent_scanned[0] += out.scanned
             vec.recent_rotated[0] += out.activated
             taken = out.reclaimed
-            batch.cycles += taken * m.spec.compress_cycles_per_page
+            batch.compressed += taken
             process.anon_pages -= taken
             m._zram_add(process, taken)
             m.pswpout += taken

@@ -341,6 +341,14 @@ class MemorySpec(_Model):
     scan_cycles_per_page: int = Field(default=2_000, ge=0, le=_MAX_CYCLES)
     compress_cycles_per_page: int = Field(default=12_000, ge=0, le=_MAX_CYCLES)
     decompress_cycles_per_page: int = Field(default=3_000, ge=0, le=_MAX_CYCLES)
+    # zRAM's compression streams (/sys/block/zram0/max_comp_streams): a thread that
+    # compresses holds one, and the others wait. 3.15–4.6 kernels default to 1; 0 means
+    # one per CPU (the 4.7+ default, nobody waits).
+    zram_streams: int = Field(default=0, ge=0, le=64)
+    # vm.page-cluster: a swap-in reads 2**n slots around the faulting one (swap
+    # readahead). Kernels before 4.15 also do this for zRAM, decompressing every page.
+    # The kernel default is 3; 0 (one page) unless a profile says otherwise.
+    page_cluster: int = Field(default=0, ge=0, le=5)
     # The rmap walk's cost per extra mapping of a shared file page (page_referenced on
     # each scan, try_to_unmap on eviction: the page-table lookup of each mapping VMA;
     # calibration constant, "lists" model: the preloaded image's pages).
