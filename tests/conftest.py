@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from mqoe.device.phone import Phone
+from mqoe.device.process import Process
 from mqoe.device.profiles import DeviceProfile
 
 _SOURCES = {k: "test fixture" for k in ("android", "cpu", "memory", "storage", "display")}
@@ -47,6 +48,14 @@ def make_profile(
         "sources": _SOURCES,
     }
     return DeviceProfile.model_validate(data)
+
+
+def app(p: Phone, name: str, adj: int) -> tuple[Process, Any]:
+    """A process named ``name`` at ``adj`` with one thread of the same name."""
+    process = p.processes.spawn(name, adj, p.env.now)
+    thread = p.cpu.thread(name, process=name)
+    process.threads.append(thread)
+    return process, thread
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from mqoe.device.lru import Lists, Lruvec
 from mqoe.device.phone import Phone
 from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ, Process
 from mqoe.engine import Event, ms, seconds
-from tests.conftest import make_profile
+from tests.conftest import app, make_profile
 
 MB = 256  # pages per MiB
 ALL = 10**9  # touch hits so many that every page's accessed bit is set (p = 1)
@@ -279,13 +279,6 @@ def test_list_operations_keep_every_list_consistent(
 def phone(seed: int = 0, **memory: Any) -> Phone:
     spec = {"ram_mb": 256, "reserved_mb": 0, "lru": "lists", "kernel_version": "3.18", **memory}
     return Phone(make_profile([(4, 1000.0, 1.0)], memory=spec, lmk=NO_KILLS), seed)
-
-
-def app(p: Phone, name: str, adj: int) -> tuple[Process, Any]:
-    process = p.processes.spawn(name, adj, p.env.now)
-    thread = p.cpu.thread(name, process=name)
-    process.threads.append(thread)
-    return process, thread
 
 
 def start(p: Phone, gen: Generator[Event, object, None]) -> None:

@@ -15,7 +15,7 @@ from mqoe.device.phone import Phone
 from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ, Process
 from mqoe.device.profiles import load_profile
 from mqoe.engine import Event, ms, seconds
-from tests.conftest import make_profile
+from tests.conftest import app, make_profile
 
 MB = 256  # pages per MiB
 
@@ -25,13 +25,6 @@ def phone(
 ) -> Phone:
     spec = {"ram_mb": ram_mb, "reserved_mb": 0, **memory}
     return Phone(make_profile([(4, 1000.0, 1.0)], memory=spec, lmk=lmk), seed)
-
-
-def app(p: Phone, name: str, adj: int) -> tuple[Process, Any]:
-    process = p.processes.spawn(name, adj, p.env.now)
-    thread = p.cpu.thread(name, process=name)
-    process.threads.append(thread)
-    return process, thread
 
 
 def run_gen(p: Phone, gen: Generator[Event, object, None]) -> None:

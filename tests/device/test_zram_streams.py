@@ -4,30 +4,18 @@ readahead (vm.page-cluster) on kernels before 4.15."""
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqoe.device.memory import _Streams
 from mqoe.device.phone import Phone
-from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ, Process
+from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ
 from mqoe.engine import Environment, Event, ms, seconds
-from tests.conftest import make_profile
+from tests.conftest import app
+from tests.device.test_memory import phone
 
 MB = 256  # pages per MiB
-
-
-def phone(**memory: Any) -> Phone:
-    spec = {"ram_mb": 256, "reserved_mb": 0, **memory}
-    return Phone(make_profile([(4, 1000.0, 1.0)], memory=spec), 0)
-
-
-def app(p: Phone, name: str, adj: int) -> tuple[Process, Any]:
-    process = p.processes.spawn(name, adj, p.env.now)
-    thread = p.cpu.thread(name, process=name)
-    process.threads.append(thread)
-    return process, thread
 
 
 # -- the stream lock --------------------------------------------------------------------
