@@ -17,9 +17,15 @@ kinds of pages, each on an inactive and an active list:
   sets ``PG_referenced`` and rotates it).
 
 ``code`` and ``data`` together are the lruvec's file lists. Pages are counts; which
-pages a touch hits and a scan takes are binomial draws, uniform over a list (the
-lists' age order is not kept: a page's chance of being referenced when scanned rises
-with its time on the list through the accessed-bit counts instead).
+pages a touch hits is a binomial draw, uniform over a list. The lists' age order is
+kept coarsely, as two cohorts per list (:class:`Lists`): a scan takes the older
+cohort's pages, drawn uniformly among them, before the pages added or rotated since.
+
+Uses are not uniform over a working set: a process's *hot* file pages (a fraction of
+its file working set) take most of its uses, a cold tail the rest. Hot and cold pages
+share the kernel's lists; here each file kind keeps its hot pages as a second
+:class:`Lists` (``code_hot``, ``data_hot``), and a scan of a list draws its pages from
+both parts in proportion to their sizes.
 
 A scan reads and clears each page's accessed (young) bit, as ``page_referenced`` does.
 Evicted file pages leave *shadow entries* (``workingset_eviction``): here, per lruvec,
@@ -38,19 +44,32 @@ import numpy as np
 KINDS = ("anon", "code", "data")
 FILE_KINDS = ("code", "data")
 DEF_PRIORITY = 12  # include/linux/mmzone.h
+MMAP_LOTSAMISS = 100  # mm/filemap.c: more misses than this and readaround stops
 _SHADOW_BUCKET = 1024  # eviction-counter width of one shadow bucket
 
 
 @dataclass(slots=True)
 class Lists:
     """One kind's inactive and active lists: sizes, pages whose accessed bit is set
-    (young), and inactive pages with PG_referenced."""
+    (young), and inactive pages with PG_referenced.
+
+    Each list keeps its order as two cohorts: the *head* — pages added, rotated or
+    moved to it since the scanner last passed — and the older rest, the *tail*. A scan
+    takes tail pages first; when the tail is used up the head becomes the tail (a new
+    round). So a page waits a whole round between two scans of it, as on a real list,
+    and a page used between them is found young. The ``*_head*`` counts are the head's
+    share of the list's counts."""
 
     inactive: int = 0
     active: int = 0
     inactive_young: int = 0
     active_young: int = 0
     referenced: int = 0
+    inactive_head: int = 0
+    inactive_head_young: int = 0
+    inactive_head_referenced: int = 0
+    active_head: int = 0
+    active_head_young: int = 0
 
     @property
     def pages(self) -> int:
@@ -60,6 +79,15 @@ class Lists:
         assert 0 <= self.inactive_young <= self.inactive, self
         assert 0 <= self.active_young <= self.active, self
         assert 0 <= self.referenced <= self.inactive, self
+        assert 0 <= self.inactive_head <= self.inactive, self
+        assert 0 <= self.active_head <= self.active, self
+        for head, whole, size, head_size in (
+            (self.inactive_head_young, self.inactive_young, self.inactive, self.inactive_head),
+            (self.inactive_head_referenced, self.referenced, self.inactive, self.inactive_head),
+            (self.active_head_young, self.active_young, self.active, self.active_head),
+        ):
+            assert 0 <= head <= min(whole, head_size), self
+            assert whole - head <= size - head_size, self
 
 
 @dataclass(slots=True)
@@ -68,23 +96,51 @@ class Lruvec:
     and rotated pages, anon then file) and its evicted file pages' shadow entries."""
 
     anon: Lists = field(default_factory=Lists)
-    code: Lists = field(default_factory=Lists)
+    code: Lists = field(default_factory=Lists)  # cold code pages (all, without a hot set)
     data: Lists = field(default_factory=Lists)
+    code_hot: Lists = field(default_factory=Lists)
+    data_hot: Lists = field(default_factory=Lists)
     recent_scanned: list[float] = field(default_factory=lambda: [0.0, 0.0])
     recent_rotated: list[float] = field(default_factory=lambda: [0.0, 0.0])
     shadows: list[list[int]] = field(default_factory=list)  # [counter bucket, pages]
     evictions: int = 0  # its own eviction counter (memcg-aware workingset, Linux 4.7+)
+    # Its files' readaround state (file_ra_state.mmap_miss): major faults less the
+    # faults that found a page readaround had brought in.
+    mmap_miss: int = 0
 
     def of(self, kind: str) -> Lists:
         return self.anon if kind == "anon" else self.code if kind == "code" else self.data
 
+    def parts(self, kind: str) -> tuple[Lists, ...]:
+        """The lists holding one kind's pages: cold then hot for file kinds."""
+        if kind == "anon":
+            return (self.anon,)
+        return (self.code, self.code_hot) if kind == "code" else (self.data, self.data_hot)
+
+    def inactive(self, kind: str) -> int:
+        return sum(part.inactive for part in self.parts(kind))
+
+    def active(self, kind: str) -> int:
+        return sum(part.active for part in self.parts(kind))
+
+    def pages(self, kind: str) -> int:
+        return sum(part.pages for part in self.parts(kind))
+
     @property
     def file_inactive(self) -> int:
-        return self.code.inactive + self.data.inactive
+        return self.inactive("code") + self.inactive("data")
 
     @property
     def file_active(self) -> int:
-        return self.code.active + self.data.active
+        return self.active("code") + self.active("data")
+
+    @property
+    def file_pages(self) -> int:
+        return self.file_inactive + self.file_active
+
+    @property
+    def hot_file_pages(self) -> int:
+        return self.code_hot.pages + self.data_hot.pages
 
     @property
     def shadow_pages(self) -> int:
@@ -92,7 +148,8 @@ class Lruvec:
 
     def check(self) -> None:
         for kind in KINDS:
-            self.of(kind).check()
+            for part in self.parts(kind):
+                part.check()
         assert all(n > 0 for _, n in self.shadows), self.shadows
 
 
@@ -116,13 +173,26 @@ def pick(rng: np.random.Generator, n: int, marked: int, size: int) -> int:
 
 
 def add(lists: Lists, pages: int, active: bool, young: bool = True) -> None:
-    """Pages enter a list (faulted in: their accessed bit is set)."""
+    """Pages enter the head of a list (faulted in: their accessed bit is set)."""
+    if pages <= 0:
+        return
     if active:
         lists.active += pages
-        lists.active_young += pages if young else 0
+        lists.active_head += pages
+        if young:
+            lists.active_young += pages
+            lists.active_head_young += pages
     else:
         lists.inactive += pages
-        lists.inactive_young += pages if young else 0
+        lists.inactive_head += pages
+        if young:
+            lists.inactive_young += pages
+            lists.inactive_head_young += pages
+
+
+def put_back(lists: Lists, pages: int) -> None:
+    """Scanned inactive pages that could not be reclaimed go back to the list's head."""
+    add(lists, pages, active=False, young=False)
 
 
 def remove(lists: Lists, pages: int, rng: np.random.Generator) -> None:
@@ -133,12 +203,31 @@ def remove(lists: Lists, pages: int, rng: np.random.Generator) -> None:
     from_active = pick(rng, pages, lists.active, lists.pages)
     from_inactive = pages - from_active
     if from_active:
-        lists.active_young -= pick(rng, from_active, lists.active_young, lists.active)
+        head = pick(rng, from_active, lists.active_head, lists.active)
+        tail = from_active - head
+        head_young = pick(rng, head, lists.active_head_young, lists.active_head)
+        tail_young = pick(
+            rng, tail, lists.active_young - lists.active_head_young,
+            lists.active - lists.active_head,
+        )  # fmt: skip
         lists.active -= from_active
+        lists.active_head -= head
+        lists.active_young -= head_young + tail_young
+        lists.active_head_young -= head_young
     if from_inactive:
-        lists.inactive_young -= pick(rng, from_inactive, lists.inactive_young, lists.inactive)
-        lists.referenced -= pick(rng, from_inactive, lists.referenced, lists.inactive)
+        head = pick(rng, from_inactive, lists.inactive_head, lists.inactive)
+        tail = from_inactive - head
+        tail_size = lists.inactive - lists.inactive_head
+        head_young = pick(rng, head, lists.inactive_head_young, lists.inactive_head)
+        tail_young = pick(rng, tail, lists.inactive_young - lists.inactive_head_young, tail_size)
+        head_ref = pick(rng, head, lists.inactive_head_referenced, lists.inactive_head)
+        tail_ref = pick(rng, tail, lists.referenced - lists.inactive_head_referenced, tail_size)
         lists.inactive -= from_inactive
+        lists.inactive_head -= head
+        lists.inactive_young -= head_young + tail_young
+        lists.inactive_head_young -= head_young
+        lists.referenced -= head_ref + tail_ref
+        lists.inactive_head_referenced -= head_ref
 
 
 def touch(lists: Lists, hits: int, rng: np.random.Generator) -> None:
@@ -147,9 +236,21 @@ def touch(lists: Lists, hits: int, rng: np.random.Generator) -> None:
     pages = lists.pages
     if hits <= 0 or pages <= 0:
         return
-    p = -math.expm1(-hits / pages)
-    lists.inactive_young += draw(rng, lists.inactive - lists.inactive_young, p)
-    lists.active_young += draw(rng, lists.active - lists.active_young, p)
+    mark(lists, -math.expm1(-hits / pages), rng)
+
+
+def mark(lists: Lists, p: float, rng: np.random.Generator) -> None:
+    """Each page of both lists is used with chance ``p``: its accessed bit is set."""
+    if p <= 0.0:
+        return
+    head = draw(rng, lists.inactive_head - lists.inactive_head_young, p)
+    tail = lists.inactive - lists.inactive_head - (lists.inactive_young - lists.inactive_head_young)
+    lists.inactive_young += head + draw(rng, tail, p)
+    lists.inactive_head_young += head
+    head = draw(rng, lists.active_head - lists.active_head_young, p)
+    tail = lists.active - lists.active_head - (lists.active_young - lists.active_head_young)
+    lists.active_young += head + draw(rng, tail, p)
+    lists.active_head_young += head
 
 
 @dataclass(slots=True)
@@ -162,58 +263,107 @@ class Scan:
     rotated: int = 0  # kept where they are (PG_referenced set, or exec kept active)
     deactivated: int = 0  # active → inactive
 
+    def add(self, other: Scan) -> None:
+        self.scanned += other.scanned
+        self.reclaimed += other.reclaimed
+        self.activated += other.activated
+        self.rotated += other.rotated
+        self.deactivated += other.deactivated
+
+
+def scan_inactive(parts: tuple[Lists, ...], kind: str, n: int, rng: np.random.Generator) -> Scan:
+    """shrink_inactive over one list whose pages are held in ``parts`` (cold, hot):
+    the ``n`` scanned pages fall on each part in proportion to its inactive pages."""
+    if len(parts) == 1:
+        return shrink_inactive(parts[0], kind, n, rng)
+    cold, hot = parts
+    n = min(n, cold.inactive + hot.inactive)
+    n_hot = pick(rng, n, hot.inactive, cold.inactive + hot.inactive)
+    out = shrink_inactive(cold, kind, n - n_hot, rng)
+    if n_hot:
+        out.add(shrink_inactive(hot, kind, n_hot, rng))
+    return out
+
+
+def scan_active(parts: tuple[Lists, ...], kind: str, n: int, rng: np.random.Generator) -> Scan:
+    """shrink_active over one list held in ``parts`` (see :func:`scan_inactive`)."""
+    if len(parts) == 1:
+        return shrink_active(parts[0], kind, n, rng)
+    cold, hot = parts
+    n = min(n, cold.active + hot.active)
+    n_hot = pick(rng, n, hot.active, cold.active + hot.active)
+    out = shrink_active(cold, kind, n - n_hot, rng)
+    if n_hot:
+        out.add(shrink_active(hot, kind, n_hot, rng))
+    return out
+
 
 def shrink_inactive(
     lists: Lists, kind: str, n: int, rng: np.random.Generator, reclaimable: bool = True
 ) -> Scan:
-    """Scan ``n`` pages off the inactive list (shrink_inactive_list + page_check_references
-    for mapped pages): young anon and young code pages are activated; young data pages
-    are activated if PG_referenced was already set, else it is set and they rotate;
-    pages not young are reclaimed (``reclaimable`` False: anon with nowhere to go — they
-    stay, scanned but not reclaimed)."""
+    """Scan ``n`` pages off the tail of the inactive list (shrink_inactive_list +
+    page_check_references for mapped pages): young anon and young code pages are
+    activated; young data pages are activated if PG_referenced was already set, else
+    it is set and they rotate to the head; pages not young are reclaimed
+    (``reclaimable`` False: anon with nowhere to go — they go back to the head, scanned
+    but not reclaimed). Every scanned page's accessed bit is cleared."""
     n = min(n, lists.inactive)
-    out = Scan(scanned=n)
-    if n <= 0:
-        return out
-    young = pick(rng, n, lists.inactive_young, lists.inactive)
-    old = n - young
-    # PG_referenced is drawn independently of the accessed bit.
-    referenced = pick(rng, n, lists.referenced, lists.inactive)
-    referenced_young = pick(rng, referenced, young, n)
-    referenced_old = referenced - referenced_young
-    lists.inactive_young -= young  # page_referenced clears the accessed bits
-    if kind == "data":
-        out.activated = referenced_young
-        out.rotated = young - referenced_young
-        lists.referenced += out.rotated - referenced_young
-    else:
-        out.activated = young
-        lists.referenced -= referenced_young
-    lists.inactive -= out.activated
-    lists.active += out.activated
-    if reclaimable:
-        out.reclaimed = old
-        lists.inactive -= old
-        lists.referenced -= referenced_old
-    else:
-        out.rotated += old
+    out = Scan(scanned=max(0, n))
+    while n > 0:
+        tail = lists.inactive - lists.inactive_head
+        if tail <= 0:  # a new round: the head becomes the tail
+            lists.inactive_head = lists.inactive_head_young = 0
+            lists.inactive_head_referenced = 0
+            tail = lists.inactive
+        take = min(n, tail)
+        n -= take
+        young = pick(rng, take, lists.inactive_young - lists.inactive_head_young, tail)
+        # PG_referenced is drawn independently of the accessed bit.
+        referenced = pick(rng, take, lists.referenced - lists.inactive_head_referenced, tail)
+        referenced_young = pick(rng, referenced, young, take)
+        old = take - young
+        lists.inactive -= take
+        lists.inactive_young -= young
+        lists.referenced -= referenced  # page_check_references tests and clears it
+        if kind == "data":
+            activated, rotated = referenced_young, young - referenced_young
+        else:
+            activated, rotated = young, 0
+        add(lists, activated, active=True, young=False)
+        add(lists, rotated, active=False, young=False)
+        lists.referenced += rotated  # SetPageReferenced: activated on its next use
+        lists.inactive_head_referenced += rotated
+        out.activated += activated
+        out.rotated += rotated
+        if reclaimable:
+            out.reclaimed += old
+        else:
+            put_back(lists, old)
+            out.rotated += old
     return out
 
 
 def shrink_active(lists: Lists, kind: str, n: int, rng: np.random.Generator) -> Scan:
-    """Scan ``n`` pages off the active list (shrink_active_list): accessed bits are
-    cleared; young code pages stay active (rotated), every other page is deactivated
-    to the inactive list, referenced or not."""
+    """Scan ``n`` pages off the tail of the active list (shrink_active_list): accessed
+    bits are cleared; young code pages go back to the active head (rotated), every
+    other page to the inactive head, referenced or not."""
     n = min(n, lists.active)
     out = Scan(scanned=max(0, n))
-    if n <= 0:
-        return out
-    young = pick(rng, n, lists.active_young, lists.active)
-    lists.active_young -= young
-    out.rotated = young if kind == "code" else 0
-    out.deactivated = n - out.rotated
-    lists.active -= out.deactivated
-    lists.inactive += out.deactivated
+    while n > 0:
+        tail = lists.active - lists.active_head
+        if tail <= 0:  # a new round
+            lists.active_head = lists.active_head_young = 0
+            tail = lists.active
+        take = min(n, tail)
+        n -= take
+        young = pick(rng, take, lists.active_young - lists.active_head_young, tail)
+        lists.active -= take
+        lists.active_young -= young
+        rotated = young if kind == "code" else 0
+        add(lists, rotated, active=True, young=False)
+        add(lists, take - rotated, active=False, young=False)
+        out.rotated += rotated
+        out.deactivated += take - rotated
     return out
 
 
@@ -241,7 +391,7 @@ def scan_fractions(vec: Lruvec, swappiness: int, anon_scannable: bool) -> tuple[
     decays them."""
     if not anon_scannable or swappiness == 0:
         return 0.0, 1.0
-    sizes = (vec.anon.pages, vec.code.pages + vec.data.pages)
+    sizes = (vec.anon.pages, vec.file_pages)
     for i in (0, 1):
         if vec.recent_scanned[i] > sizes[i] / 4:
             vec.recent_scanned[i] /= 2

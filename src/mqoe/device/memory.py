@@ -46,7 +46,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from mqoe.device import lru as lists
 from mqoe.device.cpu import Cpu, Fair, Thread
@@ -94,6 +94,16 @@ class _Batch:
     compressed: int = 0  # anon pages put into zRAM (their compression is run apart)
     writeback: int = 0
     aged: int = 0  # pages moved between the LRU lists (activated, rotated, deactivated)
+
+
+class FaultRead(NamedTuple):
+    """One storage read for file faults: the pages it brings in (``hot`` of them hot
+    pages) and how many of the pending hot and cold faults it serves."""
+
+    pages: int
+    hot: int
+    hot_served: int
+    cold_served: int
 
 
 class _Streams:
@@ -331,7 +341,6 @@ class Memory:
         """``thread`` uses ``file_pages`` of its process's file mappings and ``anon_pages``
         of its anon memory; evicted pages fault back in (memory stalls). A Java process's
         file uses fall on the preloaded image (if any) in proportion to its size."""
-        rng = self._rng
         preload = self.preload
         if file_pages and preload is not None and self.maps_preload(process):
             # Uses of file pages fall on the shared image as on the process's own files.
@@ -340,36 +349,36 @@ class Memory:
             file_pages -= shared
             if shared:
                 yield from self.touch(preload, thread, shared)
+        hot_faults, cold_faults = 0, 0
         if file_pages or anon_pages:
-            self.lru.touched(process, file_pages, anon_pages)
-        if file_pages and process.file_resident < process.file_ws_pages:
-            evicted_share = 1 - process.file_resident / process.file_ws_pages
-            faults = int(rng.binomial(file_pages, evicted_share))
-            while faults > 0 and process.alive and thread.alive:
-                chunk = min(self.storage.spec.readahead_pages, faults,
-                            process.file_ws_pages - process.file_resident)  # fmt: skip
-                if chunk <= 0:
-                    break
-                self._stall_begin(reclaiming=False)
-                try:
-                    yield from self._make_room(thread, chunk)
-                    if not (process.alive and thread.alive):
-                        return
-                    chunk = min(chunk, process.file_ws_pages - process.file_resident)
-                    # The page-cache pages are allocated now and filled by the read.
-                    self.free_pages -= chunk
-                    process.file_resident += chunk
-                    self.workingset_refault += chunk
-                    self.lru.refaulted(process, "file", chunk)
-                    self.cpu.set_io_wait(thread, True)
-                    yield self.storage.submit(chunk)
-                    if thread.alive:
-                        self.cpu.set_io_wait(thread, False)
-                finally:
-                    self._stall_end(reclaiming=False)
-                faults -= chunk
-                self._maybe_wake_kswapd()
+            hot_faults, cold_faults = self.lru.touched(process, file_pages, anon_pages)
+        window = self.storage.spec.readahead_pages
+        while hot_faults + cold_faults > 0 and process.alive and thread.alive:
+            read = self.lru.read_around(process, hot_faults, cold_faults, window)
+            if read.pages <= 0:
+                break
+            self._stall_begin(reclaiming=False)
+            try:
+                yield from self._make_room(thread, read.pages)
+                if not (process.alive and thread.alive):
+                    return
+                chunk = min(read.pages, process.file_ws_pages - process.file_resident)
+                # The page-cache pages are allocated now and filled by the read.
+                self.free_pages -= chunk
+                process.file_resident += chunk
+                self.workingset_refault += chunk
+                self.lru.refaulted(process, "file", chunk, min(read.hot, chunk))
+                self.cpu.set_io_wait(thread, True)
+                yield self.storage.submit(chunk)
+                if thread.alive:
+                    self.cpu.set_io_wait(thread, False)
+            finally:
+                self._stall_end(reclaiming=False)
+            hot_faults -= min(read.hot_served, chunk)
+            cold_faults -= min(read.cold_served, chunk)
+            self._maybe_wake_kswapd()
         if anon_pages and process.anon_swapped and process.alive and thread.alive:
+            rng = self._rng
             total = process.anon_pages + process.anon_swapped
             share = process.anon_swapped / total
             faults = int(rng.binomial(anon_pages, share))
@@ -610,8 +619,18 @@ class LruModel(Protocol):
 
     def allocating(self, process: Process, file_pages: int, anon_pages: int) -> None: ...
     def added(self, process: Process, kind: str, pages: int) -> None: ...
-    def touched(self, process: Process, file_pages: int, anon_pages: int) -> None: ...
-    def refaulted(self, process: Process, kind: str, pages: int) -> None: ...
+    def touched(self, process: Process, file_pages: int, anon_pages: int) -> tuple[int, int]:
+        """Uses of pages; returns how many of the file uses fault (hot, cold pages)."""
+        ...
+
+    def read_around(
+        self, process: Process, hot_faults: int, cold_faults: int, window: int
+    ) -> FaultRead:
+        """The read for the next of the pending file faults (on hot and cold pages),
+        with a readaround ``window`` of pages."""
+        ...
+
+    def refaulted(self, process: Process, kind: str, pages: int, hot: int = 0) -> None: ...
     def removed(self, process: Process, kind: str, pages: int) -> None: ...
     def released(self, process: Process) -> None: ...
     def reclaim(self, target: int, batch: _Batch) -> None: ...
@@ -633,10 +652,23 @@ class RecencyLru:
     def added(self, process: Process, kind: str, pages: int) -> None:
         pass
 
-    def touched(self, process: Process, file_pages: int, anon_pages: int) -> None:
+    def touched(self, process: Process, file_pages: int, anon_pages: int) -> tuple[int, int]:
         self._used(process, file_pages, anon_pages)
+        if not file_pages or process.file_resident >= process.file_ws_pages:
+            return 0, 0
+        evicted_share = 1 - process.file_resident / process.file_ws_pages
+        return 0, int(self.m._rng.binomial(file_pages, evicted_share))
 
-    def refaulted(self, process: Process, kind: str, pages: int) -> None:
+    def read_around(
+        self, process: Process, hot_faults: int, cold_faults: int, window: int
+    ) -> FaultRead:
+        # Up to a window of faulting pages share one read (their locality stands in
+        # for the readaround window's neighbours).
+        missing = process.file_ws_pages - process.file_resident
+        chunk = max(0, min(window, cold_faults, missing))
+        return FaultRead(chunk, 0, 0, chunk)
+
+    def refaulted(self, process: Process, kind: str, pages: int, hot: int = 0) -> None:
         if kind == "anon":
             self._used(process, 0, pages, refaulted=True)
         else:
@@ -780,45 +812,140 @@ class ListLru:
         vec = self.vec(process)
         if kind == "anon":
             lists.add(vec.anon, pages, active=True)
-        elif kind == "code":
-            lists.add(vec.code, pages, active=False)
-        elif kind == "file":
-            lists.add(vec.data, pages, active=False)
+        elif kind in ("code", "file"):
+            kind = "code" if kind == "code" else "data"
+            cold, hot = vec.parts(kind)
+            # The process's working set grew by ``pages`` (allocate counted them first);
+            # its hot set grows with it.
+            ws = self._ws(process, kind)
+            hot_pages = self._hot(ws) - self._hot(ws - pages)
+            lists.add(hot, hot_pages, active=False)
+            lists.add(cold, pages - hot_pages, active=False)
 
-    def touched(self, process: Process, file_pages: int, anon_pages: int) -> None:
+    def _hot(self, pages: int) -> int:
+        """The hot pages of a working set of ``pages``."""
+        return round(pages * self.m.spec.hot_fraction)
+
+    @staticmethod
+    def _ws(process: Process, kind: str) -> int:
+        """The process's file working set of one kind (code or data)."""
+        if kind == "code":
+            return process.code_ws_pages
+        return process.file_ws_pages - process.code_ws_pages
+
+    def _evicted(self, process: Process, vec: Lruvec) -> tuple[int, int, int, int]:
+        """Its evicted working-set pages: hot code, hot data, cold code, cold data."""
+        out = []
+        for hot in (True, False):
+            for kind in ("code", "data"):
+                ws = self._ws(process, kind)
+                part = vec.parts(kind)[1 if hot else 0]
+                size = self._hot(ws) if hot else ws - self._hot(ws)
+                out.append(max(0, size - part.pages))
+        hot_code, hot_data, cold_code, cold_data = out
+        return hot_code, hot_data, cold_code, cold_data
+
+    def touched(self, process: Process, file_pages: int, anon_pages: int) -> tuple[int, int]:
         process.last_use_ns = self.m.env.now
         vec, rng = self.vec(process), self._rng
-        if file_pages and process.file_ws_pages:
-            share = file_pages / process.file_ws_pages  # uses per page of the working set
-            lists.touch(vec.code, round(share * vec.code.pages), rng)
-            lists.touch(vec.data, round(share * vec.data.pages), rng)
+        faults = [0, 0]
+        ws = process.file_ws_pages
+        if file_pages and ws:
+            # Uses fall on the hot pages and the cold tail by the profile's locality;
+            # within each, uniformly. A page is used with chance 1 − e^(−uses per page):
+            # a resident one becomes young, an evicted one faults.
+            hot_ws = self._hot(process.code_ws_pages) + self._hot(ws - process.code_ws_pages)
+            hot_uses = round(file_pages * self.m.spec.hot_use_share) if hot_ws else 0
+            evicted = self._evicted(process, vec)
+            split = ((hot_uses, hot_ws), (file_pages - hot_uses, ws - hot_ws))
+            for i, (uses, size) in enumerate(split):
+                if uses <= 0 or size <= 0:
+                    continue
+                p = -math.expm1(-uses / size)
+                for kind in ("code", "data"):
+                    lists.mark(vec.parts(kind)[1 - i], p, rng)
+                faults[i] = lists.draw(rng, evicted[2 * i] + evicted[2 * i + 1], p)
         swapped = process.anon_pages + process.anon_swapped
         if anon_pages and swapped:
             lists.touch(vec.anon, round(anon_pages * process.anon_pages / swapped), rng)
+        return faults[0], faults[1]
 
-    def refaulted(self, process: Process, kind: str, pages: int) -> None:
-        vec, m = self.vec(process), self.m
+    def read_around(
+        self, process: Process, hot_faults: int, cold_faults: int, window: int
+    ) -> FaultRead:
+        """Each major fault is its own read (filemap_fault waits for it): the faulting
+        page and the readaround window's other pages of the working set not in RAM.
+        Pending faults on the pages it brings in are served by it too (minor faults).
+        do_sync_mmap_readahead counts major faults less those minor faults (mmap_miss,
+        kept here per process rather than per file): past MMAP_LOTSAMISS readaround
+        stops, and a fault reads its own page only."""
+        ws = process.file_ws_pages
+        missing = ws - process.file_resident
+        if missing <= 0:
+            return FaultRead(0, 0, hot_faults, cold_faults)
+        rng, vec = self._rng, self.vec(process)
+        vec.mmap_miss = min(vec.mmap_miss + 1, 10 * lists.MMAP_LOTSAMISS)
+        if vec.mmap_miss > lists.MMAP_LOTSAMISS:
+            window = 1
+        hot_code, hot_data, _, _ = self._evicted(process, vec)
+        hot_missing = hot_code + hot_data
+        hot_faults = min(hot_faults, hot_missing)
+        cold_faults = min(cold_faults, missing - hot_missing)
+        if hot_faults + cold_faults <= 0:
+            return FaultRead(0, 0, 0, 0)
+        first_hot = lists.draw(rng, 1, hot_faults / (hot_faults + cold_faults))
+        # The window's other pages: each missing as the working set's other pages are.
+        neighbours = lists.draw(rng, min(window - 1, missing - 1), (missing - 1) / max(1, ws - 1))
+        hot_neighbours = lists.pick(rng, neighbours, hot_missing - first_hot, missing - 1)
+        cold_neighbours = neighbours - hot_neighbours
+        # Pending faults are spread over the missing pages of their kind: those on the
+        # neighbours are served by this read.
+        hot_others, cold_others = hot_faults - first_hot, cold_faults - (1 - first_hot)
+        hot_served = first_hot + lists.pick(
+            rng, hot_others, hot_neighbours, hot_missing - first_hot
+        )
+        cold_served = (
+            1
+            - first_hot
+            + lists.pick(rng, cold_others, cold_neighbours, missing - hot_missing - (1 - first_hot))
+        )
+        vec.mmap_miss = max(0, vec.mmap_miss - (hot_served + cold_served - 1))
+        return FaultRead(1 + neighbours, first_hot + hot_neighbours, hot_served, cold_served)
+
+    def refaulted(self, process: Process, kind: str, pages: int, hot: int = 0) -> None:
+        vec, m, rng = self.vec(process), self.m, self._rng
         if kind == "anon":  # swap-in: read_swap_cache_async adds to the inactive list
             lists.add(vec.anon, pages, active=False)
             return
-        evicted_code = process.code_ws_pages - vec.code.pages
-        evicted = process.file_ws_pages - process.file_resident + pages
-        code = lists.pick(self._rng, pages, evicted_code, evicted)
+        hot_code, hot_data, cold_code, cold_data = self._evicted(process, vec)
+        hot = min(hot, hot_code + hot_data)
+        cold = min(pages - hot, cold_code + cold_data)
+        hot = pages - cold  # ≤ the hot pages evicted: pages ≤ all evicted
+        groups = (  # (list, pages of it refaulting)
+            (vec.code_hot, lists.pick(rng, hot, hot_code, hot_code + hot_data)),
+            (vec.data_hot, 0),
+            (vec.code, lists.pick(rng, cold, cold_code, cold_code + cold_data)),
+            (vec.data, 0),
+        )
+        counts = [groups[0][1], hot - groups[0][1], groups[2][1], cold - groups[2][1]]
         if self._per_lruvec_workingset:
             counter, active = vec.evictions, vec.file_active
         else:
             counter, active = m.evictions, self._active_file()
-        activate = lists.refaulted(vec, pages, counter, active, self._rng)
+        activate = lists.refaulted(vec, pages, counter, active, rng)
         m.workingset_activate += activate
         # An activation ages the inactive list too (workingset_refault: inactive_age++).
         if self._per_lruvec_workingset:
             vec.evictions += activate
         m.evictions += activate
-        code_active = lists.pick(self._rng, activate, code, pages)
-        lists.add(vec.code, code_active, active=True)
-        lists.add(vec.code, code - code_active, active=False)
-        lists.add(vec.data, activate - code_active, active=True)
-        lists.add(vec.data, pages - code - (activate - code_active), active=False)
+        # The activated pages, drawn over the refaulting ones without replacement.
+        left, left_pages = activate, pages
+        for (target, _), n in zip(groups, counts, strict=True):
+            active_n = lists.pick(rng, left, n, left_pages)
+            left -= active_n
+            left_pages -= n
+            lists.add(target, active_n, active=True)
+            lists.add(target, n - active_n, active=False)
 
     def removed(self, process: Process, kind: str, pages: int) -> None:
         lists.remove(self.vec(process).of(kind), pages, self._rng)
@@ -833,8 +960,12 @@ class ListLru:
                 continue
             p.lru.check()
             assert p.lru.anon.pages == p.anon_pages, (p, p.lru)
-            assert p.lru.code.pages + p.lru.data.pages == p.file_resident, (p, p.lru)
-            assert p.lru.code.pages <= p.code_ws_pages, (p, p.lru)
+            assert p.lru.file_pages == p.file_resident, (p, p.lru)
+            assert min(self._evicted(p, p.lru)) >= 0, (p, p.lru)
+            for kind in ("code", "data"):
+                ws = self._ws(p, kind)
+                assert p.lru.pages(kind) <= ws, (p, p.lru)
+                assert p.lru.parts(kind)[1].pages <= self._hot(ws), (p, p.lru)
 
     def _active_file(self) -> int:
         return sum(p.lru.file_active for p in self.m.processes.alive if p.lru is not None)
@@ -852,7 +983,7 @@ class ListLru:
             vec = p.lru
             if vec is None:
                 continue
-            file = vec.code.pages + vec.data.pages
+            file = vec.file_pages
             mapped_file += file
             size = file + (vec.anon.pages if swap_ok else 0)
             if size:
@@ -920,9 +1051,9 @@ class ListLru:
         # Age the active lists first (shrink_list calls shrink_active_list when the
         # inactive list is low).
         if n_af:
-            code = lists.pick(rng, n_af, vec.code.active, file_active)
+            code = lists.pick(rng, n_af, vec.active("code"), file_active)
             for kind, n in (("code", code), ("data", n_af - code)):
-                out = lists.shrink_active(vec.of(kind), kind, n, rng)
+                out = lists.scan_active(vec.parts(kind), kind, n, rng)
                 vec.recent_scanned[1] += out.scanned
                 vec.recent_rotated[1] += out.rotated
                 batch.aged += out.scanned
@@ -933,9 +1064,9 @@ class ListLru:
             batch.aged += out.scanned
             batch.cycles += out.scanned * cost
         if n_if:
-            code = lists.pick(rng, n_if, vec.code.inactive, file_inactive)
+            code = lists.pick(rng, n_if, vec.inactive("code"), file_inactive)
             for kind, n in (("code", code), ("data", n_if - code)):
-                out = lists.shrink_inactive(vec.of(kind), kind, n, rng)
+                out = lists.scan_inactive(vec.parts(kind), kind, n, rng)
                 self._file_scanned(process, vec, out, batch)
                 batch.cycles += (out.scanned + out.reclaimed) * rmap
         if n_ia:
@@ -943,7 +1074,7 @@ class ListLru:
             out = lists.shrink_inactive(vec.anon, "anon", n_ia, rng)
             if out.reclaimed > room:  # zRAM filled mid-batch: the rest stay
                 extra = out.reclaimed - room
-                vec.anon.inactive += extra
+                lists.put_back(vec.anon, extra)
                 out.reclaimed -= extra
                 out.rotated += extra
             vec.recent_scanned[0] += out.scanned

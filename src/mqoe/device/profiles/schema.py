@@ -365,6 +365,11 @@ class MemorySpec(_Model):
     # order over processes, referenced pages by recent use; "lists" — Linux's inactive
     # and active lists per process, with workingset refault detection.
     lru: Literal["recency", "lists"] = "recency"
+    # Locality of file-page uses ("lists" model; calibration constants): each process's
+    # hot pages — this fraction of its file working set — take ``hot_use_share`` of its
+    # uses, the cold tail the rest. 0: uses are uniform over the working set.
+    hot_fraction: float = Field(default=0.0, ge=0, lt=1)
+    hot_use_share: float = Field(default=0.0, ge=0, le=1)
     # The kernel's version, major.minor: the LRU lists' rules changed in 4.7
     # (memcg-aware workingset) and 4.8 (inactive_list_is_low for file pages).
     kernel_version: str = Field(default="4.4", pattern=r"^[2-9]\.[0-9]{1,2}$")
@@ -373,6 +378,15 @@ class MemorySpec(_Model):
     def kernel(self) -> tuple[int, int]:
         major, minor = self.kernel_version.split(".")
         return int(major), int(minor)
+
+    @model_validator(mode="after")
+    def _hot_set_whole(self) -> MemorySpec:
+        if (self.hot_fraction > 0) != (self.hot_use_share > 0):
+            raise ValueError(
+                "hot_fraction and hot_use_share go together: both 0 (uses are uniform) "
+                f"or both above 0, got {self.hot_fraction} and {self.hot_use_share}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _reserved_below_ram(self) -> MemorySpec:
