@@ -900,14 +900,12 @@ class ListLru:
         cold_neighbours = neighbours - hot_neighbours
         # Pending faults are spread over the missing pages of their kind: those on the
         # neighbours are served by this read.
-        hot_others, cold_others = hot_faults - first_hot, cold_faults - (1 - first_hot)
+        first_cold = 1 - first_hot
         hot_served = first_hot + lists.pick(
-            rng, hot_others, hot_neighbours, hot_missing - first_hot
+            rng, hot_faults - first_hot, hot_neighbours, hot_missing - first_hot
         )
-        cold_served = (
-            1
-            - first_hot
-            + lists.pick(rng, cold_others, cold_neighbours, missing - hot_missing - (1 - first_hot))
+        cold_served = first_cold + lists.pick(
+            rng, cold_faults - first_cold, cold_neighbours, missing - hot_missing - first_cold
         )
         vec.mmap_miss = max(0, vec.mmap_miss - (hot_served + cold_served - 1))
         return FaultRead(1 + neighbours, first_hot + hot_neighbours, hot_served, cold_served)
@@ -921,13 +919,14 @@ class ListLru:
         hot = min(hot, hot_code + hot_data)
         cold = min(pages - hot, cold_code + cold_data)
         hot = pages - cold  # ≤ the hot pages evicted: pages ≤ all evicted
-        groups = (  # (list, pages of it refaulting)
-            (vec.code_hot, lists.pick(rng, hot, hot_code, hot_code + hot_data)),
-            (vec.data_hot, 0),
-            (vec.code, lists.pick(rng, cold, cold_code, cold_code + cold_data)),
-            (vec.data, 0),
+        hot_code = lists.pick(rng, hot, hot_code, hot_code + hot_data)
+        cold_code = lists.pick(rng, cold, cold_code, cold_code + cold_data)
+        groups = (  # (list, its pages refaulting)
+            (vec.code_hot, hot_code),
+            (vec.data_hot, hot - hot_code),
+            (vec.code, cold_code),
+            (vec.data, cold - cold_code),
         )
-        counts = [groups[0][1], hot - groups[0][1], groups[2][1], cold - groups[2][1]]
         if self._per_lruvec_workingset:
             counter, active = vec.evictions, vec.file_active
         else:
@@ -940,7 +939,7 @@ class ListLru:
         m.evictions += activate
         # The activated pages, drawn over the refaulting ones without replacement.
         left, left_pages = activate, pages
-        for (target, _), n in zip(groups, counts, strict=True):
+        for target, n in groups:
             active_n = lists.pick(rng, left, n, left_pages)
             left -= active_n
             left_pages -= n
