@@ -57,6 +57,21 @@ def evict_file(p: Phone, process: Process, hot: bool = True) -> None:
     p.memory.check()
 
 
+def user_missing(p: Phone, file_mb: int, missing_mb: int) -> tuple[Process, Any]:
+    """A process with ``file_mb`` of data pages of which ``missing_mb`` (drawn at
+    random, hot or cold) are evicted."""
+    user, thread = app(p, "user", 900)
+    start(p, p.memory.allocate(user, thread, file_mb * MB, "file"))
+    p.run(p.env.now + ms(500))
+    vec = user.lru
+    assert vec is not None and user.file_resident == file_mb * MB
+    lru.remove(vec.data, missing_mb * MB, np.random.default_rng(0))
+    user.file_resident -= missing_mb * MB
+    p.memory.free_pages += missing_mb * MB
+    p.memory.check()
+    return user, thread
+
+
 def recording_reads(p: Phone) -> list[int]:
     """The page counts of the storage requests from now on."""
     reads: list[int] = []
@@ -139,19 +154,10 @@ def test_the_same_uses_fault_less_when_they_fall_on_a_resident_hot_set() -> None
     def refaults(memory: dict[str, Any]) -> int:
         p = phone(swappiness=0, **memory)
         m = p.memory
-        user, thread = app(p, "user", 900)
-        start(p, m.allocate(user, thread, 60 * MB, "file"))
-        p.run(ms(100))
-        # Evict the cold pages only (with no hot set: all pages are cold, evict 48 MB).
+        # 48 of the 60 MB evicted: with a hot set, its cold pages; without, any pages.
+        user, thread = user_missing(p, 60, 0 if memory else 48)
         if memory:
             evict_file(p, user, hot=False)
-        else:
-            vec = user.lru
-            assert vec is not None
-            lru.remove(vec.data, 48 * MB, np.random.default_rng(0))
-            user.file_resident -= 48 * MB
-            m.free_pages += 48 * MB
-        m.check()
         before = m.workingset_refault
         start(p, m.touch(user, thread, file_pages=4 * MB))
         p.run(seconds(2))
@@ -188,16 +194,9 @@ def test_faults_on_a_wholly_evicted_working_set_read_whole_windows() -> None:
 def test_a_fault_reads_only_the_missing_pages_of_its_window() -> None:
     p = phone()
     m = p.memory
-    user, thread = app(p, "user", 900)
-    start(p, m.allocate(user, thread, 40 * MB, "file"))
-    p.run(ms(100))
-    vec = user.lru
-    assert vec is not None
     # 16 of the 40 MB are gone: a window's 31 other pages are each missing with chance
     # 0.4, so reads average ~13 pages.
-    lru.remove(vec.data, 16 * MB, np.random.default_rng(0))
-    user.file_resident -= 16 * MB
-    m.free_pages += 16 * MB
+    user, thread = user_missing(p, 40, 16)
     reads = recording_reads(p)
     start(p, m.touch(user, thread, file_pages=MB // 4))
     p.run(seconds(2))
@@ -210,14 +209,9 @@ def test_a_fault_reads_only_the_missing_pages_of_its_window() -> None:
 def test_readaround_stops_when_faults_keep_missing_the_pages_it_brought() -> None:
     p = phone()
     m = p.memory
-    user, thread = app(p, "user", 900)
-    start(p, m.allocate(user, thread, 200 * MB, "file"))
-    p.run(ms(500))
+    user, thread = user_missing(p, 200, 150)  # 3 pages in 4 evicted
     vec = user.lru
     assert vec is not None
-    lru.remove(vec.data, 150 * MB, np.random.default_rng(0))  # 3 pages in 4 evicted
-    user.file_resident -= 150 * MB
-    m.free_pages += 150 * MB
     reads = recording_reads(p)
 
     def use() -> Generator[Event, object]:

@@ -274,27 +274,27 @@ class Scan:
 def scan_inactive(parts: tuple[Lists, ...], kind: str, n: int, rng: np.random.Generator) -> Scan:
     """shrink_inactive over one list whose pages are held in ``parts`` (cold, hot):
     the ``n`` scanned pages fall on each part in proportion to its inactive pages."""
-    if len(parts) == 1:
-        return shrink_inactive(parts[0], kind, n, rng)
-    cold, hot = parts
-    n = min(n, cold.inactive + hot.inactive)
-    n_hot = pick(rng, n, hot.inactive, cold.inactive + hot.inactive)
-    out = shrink_inactive(cold, kind, n - n_hot, rng)
-    if n_hot:
-        out.add(shrink_inactive(hot, kind, n_hot, rng))
-    return out
+    return _scan_parts(parts, kind, n, rng, active=False)
 
 
 def scan_active(parts: tuple[Lists, ...], kind: str, n: int, rng: np.random.Generator) -> Scan:
     """shrink_active over one list held in ``parts`` (see :func:`scan_inactive`)."""
+    return _scan_parts(parts, kind, n, rng, active=True)
+
+
+def _scan_parts(
+    parts: tuple[Lists, ...], kind: str, n: int, rng: np.random.Generator, active: bool
+) -> Scan:
+    shrink = shrink_active if active else shrink_inactive
     if len(parts) == 1:
-        return shrink_active(parts[0], kind, n, rng)
+        return shrink(parts[0], kind, n, rng)
     cold, hot = parts
-    n = min(n, cold.active + hot.active)
-    n_hot = pick(rng, n, hot.active, cold.active + hot.active)
-    out = shrink_active(cold, kind, n - n_hot, rng)
+    cold_size, hot_size = (cold.active, hot.active) if active else (cold.inactive, hot.inactive)
+    n = min(n, cold_size + hot_size)
+    n_hot = pick(rng, n, hot_size, cold_size + hot_size)
+    out = shrink(cold, kind, n - n_hot, rng)
     if n_hot:
-        out.add(shrink_active(hot, kind, n_hot, rng))
+        out.add(shrink(hot, kind, n_hot, rng))
     return out
 
 
