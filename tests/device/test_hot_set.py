@@ -206,6 +206,22 @@ def test_a_fault_reads_only_the_missing_pages_of_its_window() -> None:
     m.check()
 
 
+def test_a_fault_with_nothing_left_to_read_is_no_miss() -> None:
+    p = phone(**HOT)
+    m = p.memory
+    user, thread = app(p, "user", 900)
+    start(p, m.allocate(user, thread, 40 * MB, "file"))
+    p.run(ms(100))
+    evict_file(p, user, hot=False)  # only cold pages are missing
+    vec = user.lru
+    assert vec is not None and vec.mmap_miss == 0
+    # Hot faults pending, no hot page missing, no cold fault: no read and no miss.
+    assert m.lru.read_around(user, 3, 0, 32) == (0, 0, 0, 0)
+    assert vec.mmap_miss == 0
+    assert m.lru.read_around(user, 0, 1, 32).cold_served == 1
+    assert vec.mmap_miss == 1
+
+
 def test_readaround_stops_when_faults_keep_missing_the_pages_it_brought() -> None:
     p = phone()
     m = p.memory

@@ -93,7 +93,11 @@ def test_minfree_mode_uses_the_first_level_below_both_free_and_file(
     fg = spawn(p, "fg", 0, 1)
     bg = spawn(p, "cached", 900, 1)
     p.memory.free_pages = free_mb * MB - 2 * MB  # the two processes hold 2 MB
-    pressure(p, "low")
+    p.memory.free_pages += p.memory.high_wmark  # free memory above the kernel's reserve
+    pressure(p, "critical")  # the in-kernel LMK ignores vmpressure …
+    p.run(ms(200))
+    assert not p.lmkd.kills
+    shrink(p)  # … and runs as a shrinker after a reclaim pass
     p.run(ms(200))
     killed = {k.name for k in p.lmkd.kills}
     if killable is None:
@@ -102,6 +106,44 @@ def test_minfree_mode_uses_the_first_level_below_both_free_and_file(
         assert killed == {"cached"} and fg.alive  # 40 MB: the 43008 KB level, adj 900
     else:
         assert "cached" in killed or not bg.alive  # 11 MB: level adj 0, cached goes first
+
+
+def shrink(p: Phone) -> None:
+    for shrinker in p.memory.shrinker_listeners:
+        shrinker()
+
+
+@pytest.mark.parametrize(
+    ("swap_used_pct", "aggressive", "killable"),
+    [(40, True, 950), (60, True, 900), (80, True, 250), (80, False, 950)],
+)
+def test_mediatek_lmk_falls_back_to_lower_levels_as_swap_fills(
+    swap_used_pct: int, aggressive: bool, killable: int
+) -> None:
+    p = phone({"mode": "minfree", "swap_aggressive": aggressive})  # 512 MB < 1 GiB
+    m = p.memory
+    m.free_pages = m.high_wmark  # nothing free above the reserve
+    m.zram_stored = m.zram_limit * swap_used_pct // 100
+    m.cache_clean = 46 * MB  # file cache: only the last level (48 MB, adj 950) is hit
+    assert p.lmkd.minfree_level() == (49152, killable)
+    victims = {adj: spawn(p, f"adj{adj}", adj, 1) for adj in (200, 250, 900)}
+    m.free_pages = m.high_wmark
+    shrink(p)
+    p.run(ms(200))
+    killed = [k.oom_score_adj for k in p.lmkd.kills]
+    assert killed == ([] if killable == 950 else [900])  # the highest adj ≥ the minimum
+    assert victims[200].alive
+
+
+def test_mediatek_lmk_rule_is_for_phones_under_1_gib() -> None:
+    p = Phone(make_profile([(4, 1000.0, 1.0)], memory={"ram_mb": 2048, "reserved_mb": 0},
+                           lmk={"mode": "minfree", "swap_aggressive": True}), 1)  # fmt: skip
+    m = p.memory
+    m.free_pages = m.high_wmark
+    m.zram_stored = m.zram_limit
+    m.cache_clean = 46 * MB
+    assert p.lmkd.swap_aggression() == 2
+    assert p.lmkd.minfree_level() == (49152, 950)  # 2 GB: no fallback
 
 
 def test_trim_levels_follow_the_cached_process_count() -> None:

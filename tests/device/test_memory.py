@@ -39,6 +39,30 @@ def test_watermarks_follow_the_kernel_formula_for_the_nokia_1() -> None:
     assert watermarks(spec) == (min_kb // 4, min_kb // 4 + step, min_kb // 4 + 2 * step)
 
 
+def test_extra_free_kbytes_lifts_low_and_high_but_not_min() -> None:
+    spec = load_profile("nokia-1").memory
+    base = spec.model_copy(update={"extra_free_kbytes": 0})
+    lifted = spec.model_copy(update={"extra_free_kbytes": 4803})
+    (min0, low0, high0), (min1, low1, high1) = watermarks(base), watermarks(lifted)
+    assert min1 == min0
+    assert (low1 - low0, high1 - high0) == (4803 // 4, 4803 // 4)
+
+
+def test_kswapd_keeps_the_extra_free_memory() -> None:
+    p = phone(extra_free_kbytes=8 * 1024)
+    m = p.memory
+    assert m.high_wmark - m.min_wmark >= 8 * MB
+    _, cold_thread = app(p, "cold", CACHED_APP_MIN_ADJ)
+    hog, hog_thread = app(p, "hog", FOREGROUND_APP_ADJ)
+    run_gen(p, m.add_page_cache(cold_thread, 60 * MB))
+    p.run(ms(1))
+    run_gen(p, m.allocate(hog, hog_thread, m.free_pages - m.low_wmark + 20))
+    p.run(ms(300))
+    assert m.kswapd_wakeups == 1
+    assert m.free_pages >= m.high_wmark  # 8 MB more free than without the knob
+    m.check()
+
+
 def test_kswapd_sleeps_above_low_and_reclaims_to_high_below_it() -> None:
     p = phone()
     m = p.memory

@@ -7,8 +7,10 @@ lmkd modes:
   everything ≥ ``critical_adj`` (the foreground too) killable. lmkd first filters the
   event by swap use (:meth:`Lmkd.filtered_level`): on Android Go a phone that still has
   free swap ignores events, and one that is swapping heavily upgrades them to critical.
-* ``minfree`` (the in-kernel LMK's table): on a vmpressure sample, the first level whose
-  minfree exceeds both free memory and the file cache gives the minimum killable adj.
+* ``minfree`` (the in-kernel LMK, a shrinker): after every reclaim pass, the first level
+  whose minfree exceeds both the free memory above the kernel's reserve (the high
+  watermark) and the file cache gives the minimum killable adj. MediaTek's variant
+  (``swap_aggressive``) falls back to lower levels while swap is filling.
 * ``psi``: lmkd polls memory PSI over 1 s windows; "full" stall ≥ ``psi_complete_stall_ms``
   is critical (adj ≥ 0 killable); "some" ≥ the partial threshold with free memory below
   the low watermark or heavy refaulting kills adj > 200 (simplified from lmkd.cpp's
@@ -43,6 +45,7 @@ TRIM_RUNNING_LOW = 10
 TRIM_RUNNING_CRITICAL = 15
 _PSI_WINDOW_NS = ms(1000)
 _PSI_POLL_NS = ms(100)
+_MTK_SMALL_RAM_PAGES = 0x40000  # totalram_pages < 1 GiB: where to_be_aggressive applies
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +86,10 @@ class Lmkd:
         partial = spec.psi_partial_stall_ms or (200 if low_ram else 70)
         self._psi_partial_ns = ms(partial)
         self._thrashing_limit = 30 if low_ram else 100  # % (spec 06)
-        if spec.mode in ("vmpressure", "minfree"):
+        if spec.mode == "vmpressure":
             memory.vmpressure_listeners.append(self._on_vmpressure)
+        elif spec.mode == "minfree":
+            memory.shrinker_listeners.append(self._on_shrink)
         else:
             env.process(self._psi_monitor(), "lmkd-psi")
 
@@ -117,23 +122,42 @@ class Lmkd:
         return level
 
     def _on_vmpressure(self, sample: VmPressure) -> None:
-        spec = self.spec
-        if spec.mode == "vmpressure":
-            if self._busy:
-                return
-            level = self.filtered_level(sample.level)
-            if level == "critical":
-                upgraded = "" if sample.level == "critical" else f"{sample.level}→"
-                self._request(spec.critical_adj, f"vmpressure {upgraded}critical")
-            elif level == "medium":
-                self._request(spec.medium_adj, "vmpressure medium")
+        if self._busy:
             return
-        free_kb = self.memory.free_pages * 4
-        file_kb = self.memory.file_pages * 4
-        for minfree, adj in zip(spec.minfree_kb, spec.minfree_adj, strict=True):
+        level = self.filtered_level(sample.level)
+        if level == "critical":
+            upgraded = "" if sample.level == "critical" else f"{sample.level}→"
+            self._request(self.spec.critical_adj, f"vmpressure {upgraded}critical")
+        elif level == "medium":
+            self._request(self.spec.medium_adj, "vmpressure medium")
+
+    def minfree_level(self) -> tuple[int, int] | None:
+        """The in-kernel LMK's choice (lowmem_scan): (minfree KB of the matched level,
+        minimum killable adj), or None while memory is above every level."""
+        spec, memory = self.spec, self.memory
+        free_kb = max(0, memory.free_pages - memory.high_wmark) * 4  # − totalreserve_pages
+        file_kb = memory.file_pages * 4
+        for i, minfree in enumerate(spec.minfree_kb):
             if free_kb < minfree and file_kb < minfree:
-                self._request(adj, f"minfree {minfree} KB")
-                return
+                managed = memory.total_pages - memory.reserved_pages
+                if spec.swap_aggressive and managed < _MTK_SMALL_RAM_PAGES and i > 3:
+                    i = max(3, i - self.swap_aggression())
+                return minfree, spec.minfree_adj[i]
+        return None
+
+    def swap_aggression(self) -> int:
+        """MediaTek's to_be_aggressive: 1 with over half of swap used, 2 over three
+        quarters."""
+        total = self.memory.zram_limit
+        swap_free = total - self.memory.zram_stored
+        return (swap_free * 2 < total) + (swap_free * 4 < total)
+
+    def _on_shrink(self) -> None:
+        if self._busy:  # lowmem_deathpending: a victim is still dying
+            return
+        level = self.minfree_level()
+        if level is not None:
+            self._request(level[1], f"minfree {level[0]} KB")
 
     def _psi_monitor(self) -> Generator[Event, object, None]:
         history: deque[tuple[int, int, int, int]] = deque()

@@ -74,7 +74,8 @@ def watermarks(spec: MemorySpec) -> tuple[int, int, int]:
     min_kb = min(max(int(math.sqrt(lowmem_kb * 16)), 128), 65536)
     min_pages = min_kb // 4
     step = max(min_pages // 4, managed * spec.watermark_scale_factor // 10000)
-    return min_pages, min_pages + step, min_pages + 2 * step
+    extra = spec.extra_free_kbytes // 4  # __setup_per_zone_wmarks: low and high gain it
+    return min_pages, min_pages + extra + step, min_pages + extra + 2 * step
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +184,9 @@ class Memory:
         self._window_reclaimed = 0
         self.vmpressure: list[VmPressure] = []
         self.vmpressure_listeners: list[Callable[[VmPressure], None]] = []
+        # Called after every reclaim pass, as shrink_slab calls the kernel's shrinkers
+        # (the in-kernel low-memory killer is one).
+        self.shrinker_listeners: list[Callable[[], None]] = []
         self._stalled = 0  # threads in a memory stall (reclaim, refault I/O, swap-in)
         self._reclaimers = 0  # …of which busy on the CPU (direct reclaim, decompression)
         self._stall_since = 0
@@ -518,6 +522,8 @@ class Memory:
         if direct:
             self.pgscan_direct += batch.scanned
         self._vmpressure(batch.scanned, batch.reclaimed)
+        for shrinker in self.shrinker_listeners:
+            shrinker()
         return batch
 
     def _scan_cache(self, file_target: int, batch: _Batch) -> int:
@@ -884,15 +890,15 @@ class ListLru:
         if missing <= 0:
             return FaultRead(0, 0, hot_faults, cold_faults)
         rng, vec = self._rng, self.vec(process)
-        vec.mmap_miss = min(vec.mmap_miss + 1, 10 * lists.MMAP_LOTSAMISS)
-        if vec.mmap_miss > lists.MMAP_LOTSAMISS:
-            window = 1
         hot_code, hot_data, _, _ = self._evicted(process, vec)
         hot_missing = hot_code + hot_data
         hot_faults = min(hot_faults, hot_missing)
         cold_faults = min(cold_faults, missing - hot_missing)
         if hot_faults + cold_faults <= 0:
             return FaultRead(0, 0, 0, 0)
+        vec.mmap_miss = min(vec.mmap_miss + 1, 10 * lists.MMAP_LOTSAMISS)  # a major fault
+        if vec.mmap_miss > lists.MMAP_LOTSAMISS:
+            window = 1
         first_hot = lists.draw(rng, 1, hot_faults / (hot_faults + cold_faults))
         # The window's other pages: each missing as the working set's other pages are.
         neighbours = lists.draw(rng, min(window - 1, missing - 1), (missing - 1) / max(1, ws - 1))

@@ -331,6 +331,10 @@ class MemorySpec(_Model):
     reserved_mb: int | None = Field(default=None, ge=0, le=65536)
     swappiness: int = Field(default=60, ge=0, le=200)  # vm.swappiness, Linux default
     watermark_scale_factor: int = Field(default=10, ge=1, le=1000)  # mm/page_alloc.c
+    # vm.extra_free_kbytes (Android kernels before 5.4): free memory kswapd keeps above
+    # the min watermark on top of the usual gap; ActivityManager's ProcessList writes
+    # width * height * 4 * 3 / 1024 (three screens of 32-bit pixels).
+    extra_free_kbytes: int = Field(default=0, ge=0, le=4_194_304)
     # zRAM: size as a fraction of RAM and the compression ratio (spec 06: kernel docs
     # expect ~2:1; lz4 ≈ 2.6:1 on desktop samples, lower on small devices).
     zram_fraction: float = Field(default=0.5, ge=0, le=2)
@@ -488,6 +492,11 @@ class LmkSpec(_Model):
         900,
         950,
     )  # spec 06
+    # MediaTek's in-kernel LMK (drivers/staging/android/lowmemorykiller.c of its 3.x
+    # kernels): on a phone with under 1 GB of RAM, with more than half (three quarters)
+    # of swap used, a matched level above the fourth falls back one (two) levels, not
+    # below the fourth ("to_be_aggressive"). minfree mode only.
+    swap_aggressive: bool = False
     medium_adj: OomAdj = 800  # vmpressure medium (≥ 60) kills cached/background (spec 01)
     critical_adj: OomAdj = 0  # vmpressure critical (≥ 95) makes the foreground killable
     # Legacy lmkd's swap-aware filter of vmpressure events (lmkd.cpp mp_event_common,
