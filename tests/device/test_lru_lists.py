@@ -436,3 +436,25 @@ def test_a_scan_of_a_whole_list_takes_exactly_its_young_and_old_pages() -> None:
         out = lru.shrink_active(active, "code", 11, rng(seed))
         assert (out.rotated, out.deactivated) == (10, 1)
         active.check()
+
+
+def test_the_unmapped_page_cache_is_one_lruvec_among_the_processes_not_taken_first() -> None:
+    # Global reclaim visits every cgroup's lruvec by size: with 100 MB of unmapped cache
+    # and an app's 60 MB of idle anon, the app's anon is swapped while cache remains.
+    p = phone(swappiness=100)
+    m = p.memory
+    user, thread = app(p, "user", 900)
+    _reader, reader_thread = app(p, "reader", 0)
+    start(p, m.allocate(user, thread, 60 * MB, "anon"))
+    p.run(ms(100))
+    start(p, m.add_page_cache(reader_thread, 100 * MB))
+    p.run(ms(200))
+    hog, hog_thread = app(p, "hog", FOREGROUND_APP_ADJ)
+    start(p, m.allocate(hog, hog_thread, m.free_pages + 40 * MB, "anon"))
+    p.run(seconds(2))
+    taken_from_cache = 100 * MB - m.cache_clean
+    assert m.pswpout > 5 * MB  # the app's anon goes to zRAM while cache remains …
+    assert m.cache_clean > 20 * MB
+    assert taken_from_cache > m.pswpout  # … the cache, larger, gives more
+    assert taken_from_cache + m.pswpout >= 40 * MB  # what the hog needed
+    m.check()

@@ -36,7 +36,13 @@ def test_watermarks_follow_the_kernel_formula_for_the_nokia_1() -> None:
     managed = spec.total_pages - spec.reserved_pages
     min_kb = int(math.sqrt(managed * 4 * 16))
     step = max(min_kb // 4 // 4, managed * 10 // 10000)
-    assert watermarks(spec) == (min_kb // 4, min_kb // 4 + step, min_kb // 4 + 2 * step)
+    extra = spec.extra_free_kbytes // 4  # ActivityManager's extra_free_kbytes (4803 KB)
+    assert extra == 1200
+    assert watermarks(spec) == (
+        min_kb // 4,
+        min_kb // 4 + extra + step,
+        min_kb // 4 + extra + 2 * step,
+    )
 
 
 def test_extra_free_kbytes_lifts_low_and_high_but_not_min() -> None:

@@ -978,10 +978,11 @@ class ListLru:
     # -- reclaim ------------------------------------------------------------------------
     def reclaim(self, target: int, batch: _Batch) -> None:
         m = self.m
-        target = m._scan_cache(target, batch)
-        if target <= 0:
-            return
         swap_ok = m.zram_stored < m.zram_limit
+        # Global reclaim visits every memory cgroup's lruvec in turn, each by its size
+        # (shrink_zone's mem_cgroup_iter): the unmapped page cache is the root cgroup's
+        # file lists, one lruvec among the processes' rather than a pool taken first.
+        unmapped = m.cache_clean + m.cache_dirty
         candidates: list[tuple[Process, Lruvec, int]] = []
         total = mapped_file = 0
         for p in m.processes.alive:
@@ -994,6 +995,10 @@ class ListLru:
             if size:
                 candidates.append((p, vec, size))
                 total += size
+        if unmapped and (not total or self._rng.random() * (total + unmapped) < unmapped):
+            target = m._scan_cache(target, batch)
+            if target <= 0:
+                return
         if not total:
             # Nothing of either kind to take: the kernel goes on scanning pages it
             # cannot reclaim (unevictable, anon with zRAM full) at rising priority —
