@@ -14,6 +14,7 @@ from mqoe.device.phone import Phone
 from mqoe.device.process import FOREGROUND_APP_ADJ, VISIBLE_APP_ADJ, Process
 from mqoe.device.profiles import LmkSpec
 from mqoe.engine import ms, seconds
+from tests.conftest import make_profile
 from tests.device.test_lmk import pressure
 from tests.device.test_memory import MB, app, run_gen
 from tests.device.test_memory import phone as memory_phone
@@ -175,3 +176,32 @@ def test_go_kills_a_visible_app_on_medium_pressure_when_swapping_heavily() -> No
         p.memory.check()
         assert p.memory.zram_stored == (0 if killed[name] else 40 * MB)
     assert killed == {"go": [("visible", "vmpressure medium→critical")], "aosp": []}
+
+
+def test_kernel_memory_is_charged_to_no_cgroup_so_lmkd_sees_a_heavier_swap_share() -> None:
+    # The same processes and swap: kernel memory (slab, page tables, ...) leaves less
+    # RAM for them, so more of their pages are in zRAM; mem_pressure, RAM use over RAM
+    # + swap use, falls below Go's upgrade_pressure (40) and events become critical.
+    def mem_pressure(kernel_mb: float) -> tuple[float, int]:
+        profile = make_profile(
+            [(4, 1000.0, 1.0)],
+            memory={"ram_mb": 512, "reserved_mb": 0, "zram_fraction": 1.0,
+                    "kernel_mb": kernel_mb},
+            lmk={"critical_upgrade": True, "upgrade_pressure": 40, "downgrade_pressure": 60},
+            low_ram=True,
+        )  # fmt: skip
+        p = Phone(profile, 1)
+        m = p.memory
+        assert m.kernel_pools.get("kernel", 0) == kernel_mb * MB
+        hog = p.processes.spawn("hog", 0, 0)
+        m._zram_add(hog, 300 * MB)  # 300 MB swapped (a 150 MB pool at 2:1) …
+        resident = m.free_pages - 10 * MB  # … and the hog fills the RAM left
+        m.free_pages -= resident
+        hog.anon_pages += resident
+        m.check()
+        return p.lmkd.mem_pressure(), m.charged_pages
+
+    (plain, plain_ram), (heavy, heavy_ram) = mem_pressure(0), mem_pressure(200)
+    assert heavy_ram == plain_ram - 200 * MB
+    assert plain > 40 > heavy
+    assert plain > 50  # 352 MB of RAM use beside 300 MB of swap

@@ -371,6 +371,12 @@ BAD_PROFILES: dict[str, tuple[Mutation, tuple[str, ...], str, Lines | None]] = {
         "memory",
         lambda t: {_line_of(t, "[memory]")},
     ),
+    "kernel-memory-above-memtotal": (
+        lambda t: t.replace("ram_mb = 3072", "ram_mb = 3072\nkernel_mb = 3000"),
+        ("kernel_mb (3000.0) must be below MemTotal",),
+        "memory",
+        lambda t: {_line_of(t, "[memory]")},
+    ),
     "sched-latency-above-the-kernel-limit": (
         lambda t: t.replace("[memory]", "[cpu.sched]\nlatency_ns = 5_000_000_000\n\n[memory]"),
         ("less than or equal to 1000000000",),

@@ -57,6 +57,7 @@ from mqoe.device.storage import Storage
 from mqoe.engine import Environment, Event, ms
 
 PAGE_BYTES = 4096
+KERNEL_POOL = "kernel"  # the kernel_pools entry of [memory] kernel_mb
 SWAP_CLUSTER_MAX = 32  # pages per reclaim batch (include/linux/swap.h)
 VMPRESSURE_WINDOW = 512  # scanned pages per vmpressure sample (mm/vmpressure.c)
 VMPRESSURE_MEDIUM = 60
@@ -172,6 +173,12 @@ class Memory:
         self._swap_cluster = 1 << spec.page_cluster if spec.kernel < (4, 15) else 1
         self.zram_pool = 0  # RAM pages holding them
         self.kernel_pools: dict[str, int] = {}  # name → pages (grow_pool / shrink_pool)
+        # The kernel's own memory within MemTotal (slab, page tables, kernel stacks,
+        # driver allocations): held from boot, never reclaimed, charged to no cgroup.
+        kernel = round(spec.kernel_mb * 256)
+        if kernel:  # below MemTotal: the profile's validator checks it
+            self.free_pages -= kernel
+            self.kernel_pools[KERNEL_POOL] = kernel
         self._rng = env.rng("reclaim")
         self._ref_window_ns = ms(spec.referenced_window_ms)
         # kswapd

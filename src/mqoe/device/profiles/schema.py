@@ -330,6 +330,11 @@ class MemorySpec(_Model):
     # None → 12% of RAM (a 1 GB Go phone reports MemTotal ≈ 880 MB; calibration).
     reserved_mb: int | None = Field(default=None, ge=0, le=65536)
     swappiness: int = Field(default=60, ge=0, le=200)  # vm.swappiness, Linux default
+    # The kernel's dynamic memory inside MemTotal: slab, page tables, kernel stacks,
+    # driver allocations (/proc/meminfo Slab + KernelStack + PageTables + the rest that
+    # no process or cache holds). Unreclaimable and charged to no memory cgroup, so it
+    # lowers lmkd's mem_pressure (RAM use over RAM + swap use) as well as free memory.
+    kernel_mb: float = Field(default=0.0, ge=0, le=65536)
     watermark_scale_factor: int = Field(default=10, ge=1, le=1000)  # mm/page_alloc.c
     # vm.extra_free_kbytes (Android kernels before 5.4): free memory kswapd keeps above
     # the min watermark on top of the usual gap; ActivityManager's ProcessList writes
@@ -396,6 +401,8 @@ class MemorySpec(_Model):
     def _reserved_below_ram(self) -> MemorySpec:
         if self.reserved_mb is not None and self.reserved_mb >= self.ram_mb:
             raise ValueError(f"reserved_mb ({self.reserved_mb}) must be below ram_mb")
+        if self.kernel_mb * 256 >= self.total_pages - self.reserved_pages:
+            raise ValueError(f"kernel_mb ({self.kernel_mb}) must be below MemTotal")
         return self
 
     @property
