@@ -169,13 +169,20 @@ def test_the_same_uses_fault_less_when_they_fall_on_a_resident_hot_set() -> None
     assert refaults(HOT) < refaults({}) / 3
 
 
-def test_faults_on_a_wholly_evicted_working_set_read_whole_windows() -> None:
+def evicted_user(hot: bool) -> tuple[Phone, Process, Any]:
+    """A hot-set phone whose one process has 40 MB of data pages, its cold pages (and
+    with ``hot`` its hot ones) evicted."""
     p = phone(**HOT)
-    m = p.memory
     user, thread = app(p, "user", 900)
-    start(p, m.allocate(user, thread, 40 * MB, "file"))
+    start(p, p.memory.allocate(user, thread, 40 * MB, "file"))
     p.run(ms(100))
-    evict_file(p, user)
+    evict_file(p, user, hot=hot)
+    return p, user, thread
+
+
+def test_faults_on_a_wholly_evicted_working_set_read_whole_windows() -> None:
+    p, user, thread = evicted_user(hot=True)
+    m = p.memory
     reads = recording_reads(p)
     # Uses that touch every page: every page faults. Each read serves the faults on the
     # pages its window brings in, so readaround never stops (mmap_miss stays low).
@@ -207,12 +214,8 @@ def test_a_fault_reads_only_the_missing_pages_of_its_window() -> None:
 
 
 def test_a_fault_with_nothing_left_to_read_is_no_miss() -> None:
-    p = phone(**HOT)
+    p, user, _ = evicted_user(hot=False)  # only cold pages are missing
     m = p.memory
-    user, thread = app(p, "user", 900)
-    start(p, m.allocate(user, thread, 40 * MB, "file"))
-    p.run(ms(100))
-    evict_file(p, user, hot=False)  # only cold pages are missing
     vec = user.lru
     assert vec is not None and vec.mmap_miss == 0
     # Hot faults pending, no hot page missing, no cold fault: no read and no miss.
