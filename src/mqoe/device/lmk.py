@@ -136,6 +136,8 @@ class Lmkd:
         minimum killable adj), or None while memory is above every level."""
         spec, memory = self.spec, self.memory
         free_kb = max(0, memory.free_pages - memory.high_wmark) * 4  # − totalreserve_pages
+        if free_kb >= max(spec.minfree_kb, default=0):
+            return None  # above every level: no need to add up the file pages
         file_kb = memory.file_pages * 4
         for i, minfree in enumerate(spec.minfree_kb):
             if free_kb < minfree and file_kb < minfree:
