@@ -260,3 +260,58 @@ def test_a_process_with_incompressible_data_fills_the_zram_pool_page_for_page() 
         m.check()
         pools.append((m.zram_pool - fg.anon_swapped / 2.0) / bg.anon_swapped)
     assert pools[1] > 1.9 * pools[0]  # the same pages cost twice the RAM in zRAM
+
+
+class _ScriptedLru:
+    """An LRU that scans what it is asked to and reclaims ``per_pass`` pages a pass."""
+
+    def __init__(self, per_pass: int) -> None:
+        self.per_pass = per_pass
+        self.targets: list[int] = []
+
+    def reclaim(self, target: int, batch: Any) -> None:
+        self.targets.append(target)
+        batch.scanned += target
+        batch.reclaimed += min(self.per_pass, target)
+
+
+def _direct_reclaim(per_pass: int, file_pages: int = 100 * MB) -> tuple[Phone, _ScriptedLru]:
+    p = phone()
+    m = p.memory
+    fg, fg_thread = app(p, "fg", FOREGROUND_APP_ADJ)
+    run_gen(p, m.allocate(fg, fg_thread, file_pages, kind="file"))
+    p.run(ms(1))
+    scripted = _ScriptedLru(per_pass)
+    m.lru = scripted  # type: ignore[assignment]
+    m.vmpressure_listeners.clear()  # samples only: no lmkd kill may end the reclaim
+    run_gen(p, m._try_to_free_pages(fg_thread))
+    p.run(seconds(1))
+    return p, scripted
+
+
+def test_direct_reclaim_scans_deeper_at_each_priority_until_a_batch_is_freed() -> None:
+    p, scripted = _direct_reclaim(per_pass=5)
+    m = p.memory
+    lru = m.lru_pages()
+    assert 32 < lru >> 9 < 64  # 100 MiB of file pages
+    # A batch at priority 12; lru >> 11 and lru >> 10 are below a batch, so a batch
+    # each; lru >> 9 is scanned as a batch and the rest; at priority 8 the reclaimer
+    # stops after two batches: 7 × 5 pages make the 32 it wanted.
+    assert scripted.targets == [32, 32, 32, 32, (lru >> 9) - 32, 32, 32]
+
+
+def test_a_reclaimer_that_frees_nothing_reports_critical_pressure_from_priority_3() -> None:
+    # 32 pages on the LRU: thirteen passes of a batch each scan 416 pages, less than one
+    # vmpressure window, so the scans alone would never complete a sample.
+    p, scripted = _direct_reclaim(per_pass=0, file_pages=32)
+    assert scripted.targets == [32] * 13  # priorities 12 … 0
+    assert sum(scripted.targets) < 512
+    # vmpressure_prio: from priority 3 each pass adds a window scanned in vain.
+    levels = [v.level for v in p.memory.vmpressure]
+    assert levels and set(levels) == {"critical"}
+
+
+def test_a_first_pass_that_frees_a_batch_is_the_only_one() -> None:
+    p, scripted = _direct_reclaim(per_pass=32)
+    assert scripted.targets == [32]
+    assert not p.memory.vmpressure  # 32 scanned pages: no window yet

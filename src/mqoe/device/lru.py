@@ -103,6 +103,7 @@ class Lruvec:
     recent_scanned: list[float] = field(default_factory=lambda: [0.0, 0.0])
     recent_rotated: list[float] = field(default_factory=lambda: [0.0, 0.0])
     shadows: list[list[int]] = field(default_factory=list)  # [counter bucket, pages]
+    shadow_pages: int = 0  # the shadows' pages, summed
     evictions: int = 0  # its own eviction counter (memcg-aware workingset, Linux 4.7+)
     # Its files' readaround state (file_ra_state.mmap_miss): major faults less the
     # faults that found a page readaround had brought in.
@@ -117,22 +118,33 @@ class Lruvec:
             return (self.anon,)
         return (self.code, self.code_hot) if kind == "code" else (self.data, self.data_hot)
 
+    # The sums below are spelled out: reclaim and every refault read them.
     def inactive(self, kind: str) -> int:
-        return sum(part.inactive for part in self.parts(kind))
+        if kind == "anon":
+            return self.anon.inactive
+        if kind == "code":
+            return self.code.inactive + self.code_hot.inactive
+        return self.data.inactive + self.data_hot.inactive
 
     def active(self, kind: str) -> int:
-        return sum(part.active for part in self.parts(kind))
+        if kind == "anon":
+            return self.anon.active
+        if kind == "code":
+            return self.code.active + self.code_hot.active
+        return self.data.active + self.data_hot.active
 
     def pages(self, kind: str) -> int:
-        return sum(part.pages for part in self.parts(kind))
+        return self.inactive(kind) + self.active(kind)
 
     @property
     def file_inactive(self) -> int:
-        return self.inactive("code") + self.inactive("data")
+        code, data = self.code, self.data
+        return code.inactive + self.code_hot.inactive + data.inactive + self.data_hot.inactive
 
     @property
     def file_active(self) -> int:
-        return self.active("code") + self.active("data")
+        code, data = self.code, self.data
+        return code.active + self.code_hot.active + data.active + self.data_hot.active
 
     @property
     def file_pages(self) -> int:
@@ -142,15 +154,12 @@ class Lruvec:
     def hot_file_pages(self) -> int:
         return self.code_hot.pages + self.data_hot.pages
 
-    @property
-    def shadow_pages(self) -> int:
-        return sum(n for _, n in self.shadows)
-
     def check(self) -> None:
         for kind in KINDS:
             for part in self.parts(kind):
                 part.check()
         assert all(n > 0 for _, n in self.shadows), self.shadows
+        assert self.shadow_pages == sum(n for _, n in self.shadows), self.shadows
 
 
 def draw(rng: np.random.Generator, n: int, p: float) -> int:
@@ -407,6 +416,7 @@ def evicted(vec: Lruvec, pages: int, counter: int) -> None:
     if pages <= 0:
         return
     bucket = counter // _SHADOW_BUCKET
+    vec.shadow_pages += pages
     if vec.shadows and vec.shadows[-1][0] == bucket:
         vec.shadows[-1][1] += pages
     else:
@@ -424,10 +434,15 @@ def refaulted(
         return 0
     pages = min(pages, total)
     oldest_close = (counter - active_file) // _SHADOW_BUCKET
-    close = sum(n for bucket, n in vec.shadows if bucket >= oldest_close)
+    close = 0
+    for bucket, n in reversed(vec.shadows):  # oldest first: the close ones are at the end
+        if bucket < oldest_close:
+            break
+        close += n
     activate = pick(rng, pages, close, total)
     _consume(vec.shadows, activate, newest_first=True)
     _consume(vec.shadows, pages - activate, newest_first=False)
+    vec.shadow_pages -= pages
     return activate
 
 

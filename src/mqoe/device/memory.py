@@ -29,7 +29,10 @@ kernel allocators hold, e.g. the zsmalloc pool of compressed GPU buffers, spec 0
   process with workingset refault detection (:class:`ListLru`, :mod:`mqoe.device.lru`,
   docs/decisions/0002-memory-lru.md).
 * **Direct reclaim**: an allocation that would leave free memory below *min* makes the
-  allocating thread reclaim itself (CPU on that thread, a memory stall).
+  allocating thread reclaim itself (CPU on that thread, a memory stall), in passes of
+  falling priority that scan deeper until a batch is reclaimed (do_try_to_free_pages).
+  From priority 3 down each pass tells vmpressure of a critical window
+  (vmpressure_prio): the critical events a reclaimer that finds nothing to take sends.
 * **Writeback**: dirty page cache is written every 5 s by the flusher (and by reclaim
   when it reaches dirty pages), in requests through mmcqd.
 * **Refaults**: :meth:`touch` is how a running process uses its working set; touching
@@ -62,6 +65,10 @@ SWAP_CLUSTER_MAX = 32  # pages per reclaim batch (include/linux/swap.h)
 VMPRESSURE_WINDOW = 512  # scanned pages per vmpressure sample (mm/vmpressure.c)
 VMPRESSURE_MEDIUM = 60
 VMPRESSURE_CRITICAL = 95
+# Direct reclaim starts at DEF_PRIORITY (mm/vmscan.c) and scans lru_size >> priority;
+# vmpressure_level_critical_prio = ilog2(100 / 10) (mm/vmpressure.c).
+DEF_PRIORITY = 12
+VMPRESSURE_CRITICAL_PRIO = 3
 _OOM_WAIT_NS = ms(10)  # nothing left to reclaim: wait for lmkd (congestion_wait)
 _FAULT_STEP_PAGES = 256  # allocations fault in 1 MiB at a time
 _WRITEBACK_INTERVAL_NS = ms(5000)  # vm.dirty_writeback_centisecs = 500
@@ -463,12 +470,48 @@ class Memory:
         try:
             while self.free_pages - pages < self.min_wmark and thread.alive:
                 self._maybe_wake_kswapd()
-                batch = self._reclaim(self.spec.reclaim_batch_pages, direct=True)
-                yield from self._run_batch(thread, batch)
-                if batch.reclaimed == 0 and batch.aged == 0 and thread.alive:
+                progress = yield from self._try_to_free_pages(thread)
+                if not progress and thread.alive:
                     yield self.env.timeout(_OOM_WAIT_NS)  # wait for kswapd / lmkd
         finally:
             self._stall_end(reclaiming=True)
+
+    def _try_to_free_pages(self, thread: Thread) -> Generator[Event, object, bool]:
+        """do_try_to_free_pages: passes at falling priority, each scanning up to
+        ``lru_size >> priority`` pages (at least a batch) a batch at a time, until a
+        batch of pages is reclaimed (shrink_lruvec stops global direct reclaim there).
+        From priority 3 down (an eighth of the LRU scanned in vain) each pass first
+        reports a critical window to vmpressure (vmpressure_prio), so a reclaimer that
+        keeps finding only referenced or unswappable pages tells lmkd. Returns whether
+        anything was reclaimed or aged."""
+        want = self.spec.reclaim_batch_pages
+        reclaimed = aged = 0
+        for priority in range(DEF_PRIORITY, -1, -1):
+            if priority <= VMPRESSURE_CRITICAL_PRIO:
+                self._vmpressure(VMPRESSURE_WINDOW, 0)
+            scan = want if priority == DEF_PRIORITY else max(want, self.lru_pages() >> priority)
+            batch = _Batch()
+            while scan > 0 and reclaimed + batch.reclaimed < want:
+                chunk = min(want, scan)
+                scanned = batch.scanned + batch.aged
+                self._reclaim(chunk, direct=True, batch=batch)
+                scan -= chunk
+                if batch.scanned + batch.aged == scanned:
+                    break  # nothing left to scan
+            yield from self._run_batch(thread, batch)
+            reclaimed += batch.reclaimed
+            aged += batch.aged
+            if reclaimed >= want or not thread.alive:
+                break
+        return reclaimed > 0 or aged > 0
+
+    def lru_pages(self) -> int:
+        """Pages reclaim may scan: the page cache, and anon while zRAM has room
+        (get_scan_count scans only the file lists once swap is full)."""
+        pages = self.file_pages
+        if self.zram_stored < self.zram_limit:
+            pages += sum(p.anon_pages for p in self.processes.alive)
+        return pages
 
     def _kswapd_loop(self) -> Generator[Event, object, None]:
         """kswapd: sleep above *low*; once woken, reclaim batches until above *high*."""
@@ -516,19 +559,23 @@ class Memory:
             self.cache_dirty -= flush
             self._writeback(flush)
 
-    def _reclaim(self, target: int, direct: bool) -> _Batch:
-        """One reclaim pass of ``target`` pages (the LRU model decides which)."""
-        batch = _Batch()
+    def _reclaim(self, target: int, direct: bool, batch: _Batch | None = None) -> _Batch:
+        """One reclaim pass of ``target`` pages (the LRU model decides which), added to
+        ``batch`` (a new one if None)."""
+        if batch is None:
+            batch = _Batch()
+        scanned, reclaimed, compressed = batch.scanned, batch.reclaimed, batch.compressed
         self.lru.reclaim(target, batch)
-        batch.cycles += batch.scanned * self.spec.scan_cycles_per_page
+        scanned, reclaimed = batch.scanned - scanned, batch.reclaimed - reclaimed
+        batch.cycles += scanned * self.spec.scan_cycles_per_page
         if not self.spec.zram_streams:  # no stream to wait for: one stretch of work
-            batch.cycles += batch.compressed * self.spec.compress_cycles_per_page
-            batch.compressed = 0
-        self.pgscan += batch.scanned
-        self.pgsteal += batch.reclaimed
+            batch.cycles += (batch.compressed - compressed) * self.spec.compress_cycles_per_page
+            batch.compressed = compressed
+        self.pgscan += scanned
+        self.pgsteal += reclaimed
         if direct:
-            self.pgscan_direct += batch.scanned
-        self._vmpressure(batch.scanned, batch.reclaimed)
+            self.pgscan_direct += scanned
+        self._vmpressure(scanned, reclaimed)
         for shrinker in self.shrinker_listeners:
             shrinker()
         return batch
@@ -848,15 +895,15 @@ class ListLru:
 
     def _evicted(self, process: Process, vec: Lruvec) -> tuple[int, int, int, int]:
         """Its evicted working-set pages: hot code, hot data, cold code, cold data."""
-        out = []
-        for hot in (True, False):
-            for kind in ("code", "data"):
-                ws = self._ws(process, kind)
-                part = vec.parts(kind)[1 if hot else 0]
-                size = self._hot(ws) if hot else ws - self._hot(ws)
-                out.append(max(0, size - part.pages))
-        hot_code, hot_data, cold_code, cold_data = out
-        return hot_code, hot_data, cold_code, cold_data
+        code_ws = process.code_ws_pages
+        data_ws = process.file_ws_pages - code_ws
+        hot_code, hot_data = self._hot(code_ws), self._hot(data_ws)
+        return (
+            max(0, hot_code - vec.code_hot.pages),
+            max(0, hot_data - vec.data_hot.pages),
+            max(0, code_ws - hot_code - vec.code.pages),
+            max(0, data_ws - hot_data - vec.data.pages),
+        )
 
     def touched(self, process: Process, file_pages: int, anon_pages: int) -> tuple[int, int]:
         process.last_use_ns = self.m.env.now

@@ -91,6 +91,7 @@ class ProcessTable:
 
     def __init__(self) -> None:
         self.processes: list[Process] = []
+        self._alive: list[Process] | None = []  # the living ones, in spawn order (None: stale)
         self._next_pid = 100
         self.listeners: list[Callable[[Process, str], None]] = []
 
@@ -106,13 +107,17 @@ class ProcessTable:
             recent_at_ns=now_ns,
         )
         self.processes.append(process)
+        self._alive = None
         for listener in self.listeners:
             listener(process, "spawn")
         return process
 
     @property
     def alive(self) -> list[Process]:
-        return [p for p in self.processes if p.alive]
+        """The living processes in spawn order (a shared list: do not change it)."""
+        if self._alive is None:
+            self._alive = [p for p in self.processes if p.alive]
+        return self._alive
 
     def cached_count(self) -> int:
         return sum(1 for p in self.processes if p.alive and p.cached)
@@ -130,6 +135,7 @@ class ProcessTable:
 
     def mark_killed(self, process: Process, now_ns: int, reason: str) -> None:
         process.alive = False
+        self._alive = None
         process.killed_ns = now_ns
         process.kill_reason = reason
         for callback in process.on_kill:
