@@ -69,6 +69,11 @@ VMPRESSURE_CRITICAL = 95
 # vmpressure_level_critical_prio = ilog2(100 / 10) (mm/vmpressure.c).
 DEF_PRIORITY = 12
 VMPRESSURE_CRITICAL_PRIO = 3
+# A direct-reclaim pass is scanned in at most this many steps, each then checked for a
+# reclaimed batch. The kernel checks after every 32 pages of each list, but with a
+# memory cgroup per app a global pass visits every cgroup's lruvec first, so it too
+# reclaims past the batch; the steps bound the model's cost of a pass that fails.
+_PASS_STEPS = 16
 _OOM_WAIT_NS = ms(10)  # nothing left to reclaim: wait for lmkd (congestion_wait)
 _FAULT_STEP_PAGES = 256  # allocations fault in 1 MiB at a time
 _WRITEBACK_INTERVAL_NS = ms(5000)  # vm.dirty_writeback_centisecs = 500
@@ -478,8 +483,9 @@ class Memory:
 
     def _try_to_free_pages(self, thread: Thread) -> Generator[Event, object, bool]:
         """do_try_to_free_pages: passes at falling priority, each scanning up to
-        ``lru_size >> priority`` pages (at least a batch) a batch at a time, until a
-        batch of pages is reclaimed (shrink_lruvec stops global direct reclaim there).
+        ``lru_size >> priority`` pages (at least a batch) in steps of a batch or a
+        sixteenth of the pass, until a batch of pages is reclaimed (shrink_lruvec stops
+        global direct reclaim there).
         From priority 3 down (an eighth of the LRU scanned in vain) each pass first
         reports a critical window to vmpressure (vmpressure_prio), so a reclaimer that
         keeps finding only referenced or unswappable pages tells lmkd. Returns whether
@@ -490,9 +496,10 @@ class Memory:
             if priority <= VMPRESSURE_CRITICAL_PRIO:
                 self._vmpressure(VMPRESSURE_WINDOW, 0)
             scan = want if priority == DEF_PRIORITY else max(want, self.lru_pages() >> priority)
+            step = max(want, scan // _PASS_STEPS)
             batch = _Batch()
             while scan > 0 and reclaimed + batch.reclaimed < want:
-                chunk = min(want, scan)
+                chunk = min(step, scan)
                 scanned = batch.scanned + batch.aged
                 self._reclaim(chunk, direct=True, batch=batch)
                 scan -= chunk
@@ -987,11 +994,13 @@ class ListLru:
             (vec.code, cold_code),
             (vec.data, cold - cold_code),
         )
-        if self._per_lruvec_workingset:
-            counter, active = vec.evictions, vec.file_active
-        else:
-            counter, active = m.evictions, self._active_file()
-        activate = lists.refaulted(vec, pages, counter, active, rng)
+        activate = 0
+        if vec.shadow_pages:  # (the node-wide active list is summed only when needed)
+            if self._per_lruvec_workingset:
+                counter, active = vec.evictions, vec.file_active
+            else:
+                counter, active = m.evictions, self._active_file()
+            activate = lists.refaulted(vec, pages, counter, active, rng)
         m.workingset_activate += activate
         # An activation ages the inactive list too (workingset_refault: inactive_age++).
         if self._per_lruvec_workingset:
