@@ -311,6 +311,15 @@ def test_a_reclaimer_that_frees_nothing_reports_critical_pressure_from_priority_
     assert levels and set(levels) == {"critical"}
 
 
+def test_a_failing_call_scans_each_pass_whole_in_at_most_sixteen_steps() -> None:
+    p, scripted = _direct_reclaim(per_pass=0)
+    lru = p.memory.lru_pages()
+    # Every priority's whole scan, 12 down to 0: about two LRUs' worth of pages…
+    assert sum(scripted.targets) == 32 + sum(max(32, lru >> prio) for prio in range(12))
+    # …in a bounded number of LRU-model calls (a batch at a time would be ~1 600).
+    assert len(scripted.targets) <= 13 * 16
+
+
 def test_a_first_pass_that_frees_a_batch_is_the_only_one() -> None:
     p, scripted = _direct_reclaim(per_pass=32)
     assert scripted.targets == [32]

@@ -435,7 +435,7 @@ def refaulted(
     pages = min(pages, total)
     oldest_close = (counter - active_file) // _SHADOW_BUCKET
     close = 0
-    for bucket, n in reversed(vec.shadows):  # oldest first: the close ones are at the end
+    for bucket, n in reversed(vec.shadows):  # the list runs oldest first: close ones last
         if bucket < oldest_close:
             break
         close += n
