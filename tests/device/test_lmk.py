@@ -58,6 +58,29 @@ def test_vmpressure_mode_kills_cached_apps_first_heaviest_among_equals() -> None
     p.memory.check()
 
 
+def test_go_lmkd_kills_the_process_whose_adj_was_set_least_recently_among_equals() -> None:
+    p = phone({"kill_heaviest_task": False})
+    heavy = spawn(p, "heavy", 900, 40)
+    spawn(p, "light", 900, 10)
+    moved = spawn(p, "moved", 800, 30)
+    p.processes.set_adj(moved, 900)  # its adj is set last: it goes last
+    p.processes.set_adj(heavy, 900)  # unchanged: ActivityManager tells lmkd nothing
+    order = []
+    for _ in range(3):
+        pressure(p, "medium")
+        p.run(ms(200))
+        order.append(p.lmkd.kills[-1].name)
+    assert order == ["heavy", "light", "moved"]  # by when each got adj 900, not by size
+    p.memory.check()
+
+
+def test_the_in_kernel_lmk_takes_the_heaviest_whatever_lmkd_is_told() -> None:
+    p = phone({"mode": "minfree", "kill_heaviest_task": False})
+    spawn(p, "light", 900, 10)
+    heavy = spawn(p, "heavy", 900, 40)
+    assert p.lmkd.victim(900) is heavy
+
+
 def test_only_critical_vmpressure_kills_the_foreground() -> None:
     p = phone()
     fg = spawn(p, "video", 0, 100)

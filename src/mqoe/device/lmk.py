@@ -17,7 +17,8 @@ lmkd modes:
   reasons: low watermark, critical PSI, thrashing).
 
 A kill costs lmkd CPU (it reads every process's /proc files), picks the process with
-the highest oom_score_adj at or above the minimum (the heaviest among equals), makes all
+the highest oom_score_adj at or above the minimum (among equals the heaviest, or with
+``kill_heaviest_task`` off the one whose adj was set least recently), makes all
 its threads exit at once and returns its pages after a teardown delay; lmkd handles no
 new event until then (one kill per event, as on low-RAM devices).
 
@@ -200,11 +201,14 @@ class Lmkd:
         self.env.process(self._kill(min_adj, reason), "lmkd-kill")
 
     def victim(self, min_adj: int) -> Process | None:
-        """The highest oom_score_adj ≥ ``min_adj``; among equals the heaviest."""
+        """The highest oom_score_adj ≥ ``min_adj``; among equals the heaviest, or (lmkd
+        with ``kill_heaviest_task`` off) the one whose adj was set least recently."""
         eligible = [p for p in self.processes.alive if p.oom_score_adj >= min_adj]
         if not eligible:
             return None
-        return max(eligible, key=lambda p: (p.oom_score_adj, p.rss_pages, p.pid))
+        if self.spec.kill_heaviest_task or self.spec.mode == "minfree":
+            return max(eligible, key=lambda p: (p.oom_score_adj, p.rss_pages, p.pid))
+        return max(eligible, key=lambda p: (p.oom_score_adj, -p.adj_seq))
 
     def _kill(self, min_adj: int, reason: str) -> Generator[Event, object, None]:
         yield self.cpu.run(self.thread, self.spec.event_cycles)

@@ -62,6 +62,7 @@ class Process:
     # compress: zRAM keeps such pages whole ("huge" pages), ratio 1.
     zram_ratio: float = 0.0
     sched_group: str = ""  # its cgroup (see sched_group), "" until it has one
+    adj_seq: int = 0  # when its oom_score_adj was last set, as a sequence number
     # When the process last used its pages (allocate / touch): its LRU age for reclaim;
     # and how many file / anon pages it used lately (decayed; owned by the memory model).
     last_use_ns: int = 0
@@ -93,6 +94,7 @@ class ProcessTable:
         self.processes: list[Process] = []
         self._alive: list[Process] | None = []  # the living ones, in spawn order (None: stale)
         self._next_pid = 100
+        self._adj_seq = 0  # counts oom_score_adj settings (lmkd's procprio order)
         self.listeners: list[Callable[[Process, str], None]] = []
 
     def spawn(self, name: str, oom_score_adj: int, now_ns: int, ppid: int = ZYGOTE_PID) -> Process:
@@ -106,6 +108,8 @@ class ProcessTable:
             last_use_ns=now_ns,
             recent_at_ns=now_ns,
         )
+        self._adj_seq += 1
+        process.adj_seq = self._adj_seq
         self.processes.append(process)
         self._alive = None
         for listener in self.listeners:
@@ -129,6 +133,9 @@ class ProcessTable:
             listener(process, "threads")
 
     def set_adj(self, process: Process, oom_score_adj: int) -> None:
+        if oom_score_adj != process.oom_score_adj:  # ActivityManager tells lmkd of changes
+            self._adj_seq += 1
+            process.adj_seq = self._adj_seq
         process.oom_score_adj = oom_score_adj
         for listener in self.listeners:
             listener(process, "adj")

@@ -518,6 +518,12 @@ class LmkSpec(_Model):
     upgrade_pressure: int = Field(default=100, ge=0, le=100)
     downgrade_pressure: int = Field(default=100, ge=0, le=100)
     swap_free_low_percentage: int = Field(default=10, ge=0, le=100)
+    # lmkd's ro.lmk.kill_heaviest_task (vmpressure and psi modes): among processes of
+    # the victim's adj, kill the heaviest, or (False) the one whose adj was set least
+    # recently (find_and_kill_process → proc_adj_lru). Android Go sets False
+    # (build/make/target/board/go_defaults_common.prop). The in-kernel LMK (minfree
+    # mode) always takes the heaviest.
+    kill_heaviest_task: bool = True
     # Stall thresholds are per PSI window of 1 s (lmkd's PSI_WINDOW_SIZE_MS).
     # None: 70, or 200 on low-RAM devices (AOSP lmkd's default)
     psi_partial_stall_ms: int | None = Field(default=None, ge=1, le=1000)
