@@ -513,7 +513,7 @@ class LmkSpec(_Model):
     # ``swap_free_low_percentage`` % of swap, events are ignored when mem_pressure >
     # ``downgrade_pressure`` and critical ones become medium when it is >
     # ``upgrade_pressure``. AOSP defaults (off, 100, 100, 10) leave events unfiltered;
-    # Android Go sets on/40/60 (build/make/target/product/go_defaults_common.mk).
+    # Android Go sets on/40/60 (build/make/target/board/go_defaults_common.prop).
     critical_upgrade: bool = False
     upgrade_pressure: int = Field(default=100, ge=0, le=100)
     downgrade_pressure: int = Field(default=100, ge=0, le=100)
