@@ -65,9 +65,8 @@ SWAP_CLUSTER_MAX = 32  # pages per reclaim batch (include/linux/swap.h)
 VMPRESSURE_WINDOW = 512  # scanned pages per vmpressure sample (mm/vmpressure.c)
 VMPRESSURE_MEDIUM = 60
 VMPRESSURE_CRITICAL = 95
-# Direct reclaim starts at DEF_PRIORITY (mm/vmscan.c) and scans lru_size >> priority;
+# Direct reclaim starts at lists.DEF_PRIORITY and scans lru_size >> priority;
 # vmpressure_level_critical_prio = ilog2(100 / 10) (mm/vmpressure.c).
-DEF_PRIORITY = 12
 VMPRESSURE_CRITICAL_PRIO = 3
 # A direct-reclaim pass is scanned in at most this many steps, each then checked for a
 # reclaimed batch. The kernel checks after every 32 pages of each list, but with a
@@ -492,10 +491,13 @@ class Memory:
         anything was reclaimed or aged."""
         want = self.spec.reclaim_batch_pages
         reclaimed = aged = 0
-        for priority in range(DEF_PRIORITY, -1, -1):
+        for priority in range(lists.DEF_PRIORITY, -1, -1):
             if priority <= VMPRESSURE_CRITICAL_PRIO:
                 self._vmpressure(VMPRESSURE_WINDOW, 0)
-            scan = want if priority == DEF_PRIORITY else max(want, self.lru_pages() >> priority)
+            if priority == lists.DEF_PRIORITY:
+                scan = want
+            else:
+                scan = max(want, self.lru_pages() >> priority)
             step = max(want, scan // _PASS_STEPS)
             batch = _Batch()
             while scan > 0 and reclaimed + batch.reclaimed < want:
