@@ -35,7 +35,14 @@ from dataclasses import dataclass
 
 from mqoe.device.cpu import Cpu, RealTime
 from mqoe.device.memory import Memory, VmPressure
-from mqoe.device.process import PERCEPTIBLE_APP_ADJ, Process, ProcessTable
+from mqoe.device.process import (
+    HOME_APP_ADJ,
+    PERCEPTIBLE_APP_ADJ,
+    PREVIOUS_APP_ADJ,
+    SYSTEM_ADJ,
+    Process,
+    ProcessTable,
+)
 from mqoe.device.profiles import LmkSpec
 from mqoe.engine import Environment, Event, ms
 
@@ -47,6 +54,19 @@ TRIM_RUNNING_CRITICAL = 15
 _PSI_WINDOW_NS = ms(1000)
 _PSI_POLL_NS = ms(100)
 _MTK_SMALL_RAM_PAGES = 0x40000  # totalram_pages < 1 GiB: where to_be_aggressive applies
+_SOFT_LIMIT_UNIT_PAGES = 2048  # lmkd's EIGHT_MEGA, in 4 KB pages
+# cmd_procprio (Android 10 lmkd.c): an app cgroup's soft limit in units of 8 MB, by the
+# lowest oom_score_adj of each band (checked from the top); below 0 (persistent): 64.
+_SOFT_LIMIT_UNITS = ((700, 0), (600, 1), (400, 0), (300, 1), (200, 8), (100, 10), (0, 20))
+_PERSISTENT_SOFT_LIMIT_UNITS = 64
+
+
+def soft_limit_units(oom_score_adj: int) -> int:
+    """The soft limit lmkd writes for an app at ``oom_score_adj``, in units of 8 MB."""
+    for lowest, units in _SOFT_LIMIT_UNITS:
+        if oom_score_adj >= lowest:
+            return units
+    return _PERSISTENT_SOFT_LIMIT_UNITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +107,32 @@ class Lmkd:
         partial = spec.psi_partial_stall_ms or (200 if low_ram else 70)
         self._psi_partial_ns = ms(partial)
         self._thrashing_limit = 30 if low_ram else 100  # % (spec 06)
+        # Per-app memory cgroups: lmkd writes their soft limits (not with the in-kernel
+        # LMK, whose interface cmd_procprio leaves at once).
+        self.per_app_memcg = spec.per_app_memcg and spec.mode != "minfree"
+        if self.per_app_memcg:
+            memory.soft_limit = self.soft_limit_pages
         if spec.mode == "vmpressure":
             memory.vmpressure_listeners.append(self._on_vmpressure)
         elif spec.mode == "minfree":
             memory.shrinker_listeners.append(self._on_shrink)
         else:
             env.process(self._psi_monitor(), "lmkd-psi")
+
+    def soft_limit_pages(self, process: Process) -> int | None:
+        """The soft limit of ``process``'s memory cgroup in pages (None: it has none —
+        native daemons and system_server live outside /dev/memcg/apps)."""
+        if process.oom_score_adj <= SYSTEM_ADJ:
+            return None
+        return soft_limit_units(process.oom_score_adj) * _SOFT_LIMIT_UNIT_PAGES
+
+    def recorded_adj(self, process: Process) -> int:
+        """The adj lmkd records for ``process``: with per-app memory cgroups cmd_procprio
+        records the launcher (home, 600–699) as perceptible (200), "don't kill it"."""
+        adj = process.oom_score_adj
+        if self.per_app_memcg and HOME_APP_ADJ <= adj < PREVIOUS_APP_ADJ:
+            return PERCEPTIBLE_APP_ADJ
+        return adj
 
     # -- triggers ---------------------------------------------------------------------
     def mem_pressure(self) -> float:
@@ -201,14 +241,16 @@ class Lmkd:
         self.env.process(self._kill(min_adj, reason), "lmkd-kill")
 
     def victim(self, min_adj: int) -> Process | None:
-        """The highest oom_score_adj ≥ ``min_adj``; among equals the heaviest, or (lmkd
-        with ``kill_heaviest_task`` off) the one whose adj was set least recently."""
-        eligible = [p for p in self.processes.alive if p.oom_score_adj >= min_adj]
+        """The highest oom_score_adj ≥ ``min_adj`` (as lmkd records it); among equals
+        the heaviest, or (lmkd with ``kill_heaviest_task`` off) the one whose adj was set
+        least recently."""
+        adj = self.recorded_adj
+        eligible = [p for p in self.processes.alive if adj(p) >= min_adj]
         if not eligible:
             return None
         if self.spec.kill_heaviest_task or self.spec.mode == "minfree":
-            return max(eligible, key=lambda p: (p.oom_score_adj, p.rss_pages, p.pid))
-        return max(eligible, key=lambda p: (p.oom_score_adj, -p.adj_seq))
+            return max(eligible, key=lambda p: (adj(p), p.rss_pages, p.pid))
+        return max(eligible, key=lambda p: (adj(p), -p.adj_seq))
 
     def _kill(self, min_adj: int, reason: str) -> Generator[Event, object, None]:
         yield self.cpu.run(self.thread, self.spec.event_cycles)

@@ -73,6 +73,12 @@ VMPRESSURE_CRITICAL_PRIO = 3
 # memory cgroup per app a global pass visits every cgroup's lruvec first, so it too
 # reclaims past the batch; the steps bound the model's cost of a pass that fails.
 _PASS_STEPS = 16
+# mem_cgroup_soft_reclaim shrinks one cgroup at most MEM_CGROUP_MAX_RECLAIM_LOOPS (100)
+# times; mem_cgroup_soft_limit_reclaim tries the next cgroup over its limit while none
+# yields anything, until its loop count passes MEM_CGROUP_MAX_SOFT_LIMIT_RECLAIM_LOOPS
+# (2): three cgroups at most (Linux 3.18 mm/memcontrol.c).
+_SOFT_RECLAIM_LOOPS = 100
+_SOFT_LIMIT_TRIES = 3
 _OOM_WAIT_NS = ms(10)  # nothing left to reclaim: wait for lmkd (congestion_wait)
 _FAULT_STEP_PAGES = 256  # allocations fault in 1 MiB at a time
 _WRITEBACK_INTERVAL_NS = ms(5000)  # vm.dirty_writeback_centisecs = 500
@@ -227,6 +233,9 @@ class Memory:
         # zygote's preloaded image (boot image, framework and native libraries): file
         # pages every Java process maps (see set_preload).
         self.preload: Process | None = None
+        # Memory-cgroup soft limits (pages; None: the process has no cgroup of its own).
+        # Set by whoever writes them (lmkd with per-app memory cgroups); None: none.
+        self.soft_limit: Callable[[Process], int | None] | None = None
 
     # -- the conservation invariant -----------------------------------------------------
     def used_by_processes(self) -> int:
@@ -500,10 +509,13 @@ class Memory:
                 scan = max(want, self.lru_pages() >> priority)
             step = max(want, scan // _PASS_STEPS)
             batch = _Batch()
+            first = True
             while scan > 0 and reclaimed + batch.reclaimed < want:
                 chunk = min(step, scan)
                 scanned = batch.scanned + batch.aged
-                self._reclaim(chunk, direct=True, batch=batch)
+                # shrink_zones: soft-limit reclaim first, once per pass
+                self._reclaim(chunk, direct=True, batch=batch, soft=first)
+                first = False
                 scan -= chunk
                 if batch.scanned + batch.aged == scanned:
                     break  # nothing left to scan
@@ -529,8 +541,13 @@ class Memory:
                 self._kswapd_wake = Event(self.env)
                 yield self._kswapd_wake
             self._kswapd_wake = None
+            # balance_pgdat runs soft-limit reclaim once per round, each round asking
+            # shrink_zone for up to the high watermark's worth of pages.
+            soft_due = 0
             while self.free_pages < self.high_wmark:
-                batch = self._reclaim(self.spec.reclaim_batch_pages, direct=False)
+                soft = soft_due <= 0
+                batch = self._reclaim(self.spec.reclaim_batch_pages, direct=False, soft=soft)
+                soft_due = (self.high_wmark if soft else soft_due) - batch.scanned - batch.aged
                 yield from self._run_batch(self.kswapd, batch)
                 if batch.reclaimed == 0 and batch.writeback == 0 and batch.aged == 0:
                     # Nothing reclaimable: back off like kswapd's failed balance.
@@ -568,13 +585,23 @@ class Memory:
             self.cache_dirty -= flush
             self._writeback(flush)
 
-    def _reclaim(self, target: int, direct: bool, batch: _Batch | None = None) -> _Batch:
+    def _reclaim(
+        self, target: int, direct: bool, batch: _Batch | None = None, soft: bool = False
+    ) -> _Batch:
         """One reclaim pass of ``target`` pages (the LRU model decides which), added to
-        ``batch`` (a new one if None)."""
+        ``batch`` (a new one if None); ``soft``: soft-limit reclaim first (if the phone
+        has soft limits), which kswapd lets stand alone when it balanced the zone."""
         if batch is None:
             batch = _Batch()
         scanned, reclaimed, compressed = batch.scanned, batch.reclaimed, batch.compressed
-        self.lru.reclaim(target, batch)
+        soft_scanned = soft_reclaimed = 0
+        if soft and self.soft_limit is not None:
+            self._soft_limit_reclaim(batch)
+            soft_scanned, soft_reclaimed = batch.scanned - scanned, batch.reclaimed - reclaimed
+            if not direct and self.free_pages >= self.high_wmark:
+                target = 0  # kswapd_shrink_zone: the zone is balanced, no shrink_zone
+        if target:
+            self.lru.reclaim(target, batch)
         scanned, reclaimed = batch.scanned - scanned, batch.reclaimed - reclaimed
         batch.cycles += scanned * self.spec.scan_cycles_per_page
         if not self.spec.zram_streams:  # no stream to wait for: one stretch of work
@@ -584,10 +611,43 @@ class Memory:
         self.pgsteal += reclaimed
         if direct:
             self.pgscan_direct += scanned
-        self._vmpressure(scanned, reclaimed)
+        # Only shrink_zone reports to vmpressure: soft-limit reclaim goes unseen.
+        self._vmpressure(scanned - soft_scanned, reclaimed - soft_reclaimed)
         for shrinker in self.shrinker_listeners:
             shrinker()
         return batch
+
+    def soft_limit_excess(self, process: Process) -> int:
+        """Pages ``process``'s cgroup holds above its soft limit (its charged RAM: anon
+        and file pages; 0 without a limit)."""
+        limit = self.soft_limit(process) if self.soft_limit is not None else None
+        if limit is None:
+            return 0
+        return max(0, process.anon_pages + process.file_resident - limit)
+
+    def _soft_limit_reclaim(self, batch: _Batch) -> None:
+        """mem_cgroup_soft_limit_reclaim (Linux 3.x–4.x): from the cgroup furthest over
+        its soft limit, shrink (a batch's worth each time, every list by get_scan_count)
+        until a quarter of its excess is reclaimed or it is under its limit
+        (mem_cgroup_soft_reclaim); if it yields nothing, the next furthest."""
+        over = [(self.soft_limit_excess(p), p) for p in self.processes.alive]
+        over = sorted((e for e in over if e[0] > 0), key=lambda e: (-e[0], e[1].pid))
+        batch_pages = self.spec.reclaim_batch_pages
+        for excess, process in over[:_SOFT_LIMIT_TRIES]:
+            goal = max(batch_pages, excess >> 2)
+            total = idle = 0
+            for _ in range(_SOFT_RECLAIM_LOOPS):
+                reclaimed, moved = batch.reclaimed, batch.scanned + batch.aged
+                self.lru.reclaim_from(process, max(batch_pages, goal - total), batch)
+                total += batch.reclaimed - reclaimed
+                if total >= goal or not self.soft_limit_excess(process):
+                    break
+                # Nothing taken twice running (or nothing left to scan): give up on it.
+                idle = 0 if batch.reclaimed > reclaimed else idle + 1
+                if idle == 2 or batch.scanned + batch.aged == moved:
+                    break
+            if total:
+                return
 
     def _scan_cache(self, file_target: int, batch: _Batch) -> int:
         """The unmapped page cache first: clean pages go at once, dirty ones to
@@ -703,6 +763,10 @@ class LruModel(Protocol):
     def removed(self, process: Process, kind: str, pages: int) -> None: ...
     def released(self, process: Process) -> None: ...
     def reclaim(self, target: int, batch: _Batch) -> None: ...
+    def reclaim_from(self, process: Process, target: int, batch: _Batch) -> None:
+        """Scan ``target`` pages of one process's memory (its cgroup's lruvec)."""
+        ...
+
     def check(self) -> None: ...
 
 
@@ -780,6 +844,16 @@ class RecencyLru:
                 # cannot reclaim (unevictable, anon with zRAM full) at rising priority
                 # — scanned, not reclaimed, which drives vmpressure to critical.
                 batch.scanned += left
+
+    def reclaim_from(self, process: Process, target: int, batch: _Batch) -> None:
+        m = self.m
+        room = m.zram_stored < m.zram_limit
+        anon_target = round(target * m.spec.swappiness / 200) if room else 0
+        file_left, anon_left = self._scan([process], target - anon_target, anon_target, batch)
+        if file_left and room:  # one kind ran out: the rest of the batch goes to the other
+            self._scan([process], 0, file_left, batch)
+        elif anon_left:
+            self._scan([process], anon_left, 0, batch)
 
     def _scan(
         self, victims: list[Process], file_target: int, anon_target: int, batch: _Batch
@@ -1080,6 +1154,13 @@ class ListLru:
         # The page cache as /proc/meminfo Cached counts it (Memory.file_pages).
         cached = m.cache_clean + m.cache_dirty + mapped_file
         self._shrink_lruvec(chosen[0], chosen[1], target, batch, swap_ok, cached)
+
+    def reclaim_from(self, process: Process, target: int, batch: _Batch) -> None:
+        if process.lru is None:
+            return
+        m = self.m
+        swap_ok = m.zram_stored < m.zram_limit
+        self._shrink_lruvec(process, process.lru, target, batch, swap_ok, m.file_pages)
 
     def _shrink_lruvec(
         self,

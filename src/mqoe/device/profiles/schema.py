@@ -524,6 +524,13 @@ class LmkSpec(_Model):
     # (build/make/target/board/go_defaults_common.prop). The in-kernel LMK (minfree
     # mode) always takes the heaviest.
     kill_heaviest_task: bool = True
+    # ro.config.per_app_memcg (userspace lmkd, vmpressure and psi modes): each app in its
+    # own memory cgroup, whose memory.soft_limit_in_bytes lmkd writes from the app's adj
+    # (cmd_procprio); the kernel reclaims from cgroups over their soft limit first.
+    # lmkd defaults it to ro.config.low_ram; mqoe leaves it off unless a profile sets it:
+    # its apps are one process each, where a browser runs several, each in its own
+    # cgroup with its own limit (docs/decisions/0002, Session 25).
+    per_app_memcg: bool = False
     # Stall thresholds are per PSI window of 1 s (lmkd's PSI_WINDOW_SIZE_MS).
     # None: 70, or 200 on low-RAM devices (AOSP lmkd's default)
     psi_partial_stall_ms: int | None = Field(default=None, ge=1, le=1000)
