@@ -80,6 +80,11 @@ _PASS_STEPS = 16
 _SOFT_RECLAIM_LOOPS = 100
 _SOFT_LIMIT_TRIES = 3
 _OOM_WAIT_NS = ms(10)  # nothing left to reclaim: wait for lmkd (congestion_wait)
+# too_many_isolated: a direct reclaimer finding more pages isolated by reclaimers than
+# the inactive list holds sleeps congestion_wait(BLK_RW_ASYNC, HZ/10) and looks again
+# (shrink_inactive_list, mm/vmscan.c). Nothing clears a congestion the model does not
+# keep, so the sleep runs its whole 100 ms.
+_ISOLATED_WAIT_NS = ms(100)
 _FAULT_STEP_PAGES = 256  # allocations fault in 1 MiB at a time
 _WRITEBACK_INTERVAL_NS = ms(5000)  # vm.dirty_writeback_centisecs = 500
 WRITEBACK_PAGES = 128  # pages per writeback request (512 KB, max_sectors_kb of eMMC)
@@ -225,6 +230,10 @@ class Memory:
         self.workingset_refault = 0
         self.pgpgout = 0
         self.allocstall = 0
+        self.pgscan_direct_throttle = 0  # direct reclaimers throttled (pfmemalloc_wait)
+        self.isolated_waits = 0  # too_many_isolated sleeps of direct reclaimers
+        self.isolated = 0  # pages direct reclaimers hold off the LRU (NR_ISOLATED_*)
+        self._pfmemalloc_wait: Event | None = None
         self.zram_stream_waits = 0  # reclaim passes that waited for a compression stream
         self.kswapd_wakeups = 0
         self.workingset_activate = 0
@@ -481,6 +490,7 @@ class Memory:
         self.allocstall += 1
         self._stall_begin(reclaiming=True)
         try:
+            yield from self._throttle_direct_reclaim(thread)
             while self.free_pages - pages < self.min_wmark and thread.alive:
                 self._maybe_wake_kswapd()
                 progress = yield from self._try_to_free_pages(thread)
@@ -488,6 +498,42 @@ class Memory:
                     yield self.env.timeout(_OOM_WAIT_NS)  # wait for kswapd / lmkd
         finally:
             self._stall_end(reclaiming=True)
+
+    def _pfmemalloc_ok(self) -> bool:
+        """pfmemalloc_watermark_ok: free memory above half the min watermark."""
+        return self.free_pages > self.min_wmark // 2
+
+    def _throttle_direct_reclaim(self, thread: Thread) -> Generator[Event, object, None]:
+        """throttle_direct_reclaim: below half the min watermark (the reserve atomic
+        allocations dip into) a user thread does not reclaim; it sleeps until kswapd
+        has brought free memory back above it. Kernel threads are never throttled."""
+        if self._pfmemalloc_ok() or thread.process == "kernel":
+            return
+        self.pgscan_direct_throttle += 1
+        while not self._pfmemalloc_ok() and thread.alive:
+            self._maybe_wake_kswapd()
+            if self._pfmemalloc_wait is None:
+                self._pfmemalloc_wait = Event(self.env)
+            yield self._pfmemalloc_wait
+
+    def _wake_throttled(self) -> None:
+        """kswapd wakes the throttled reclaimers once the reserve is back."""
+        wait = self._pfmemalloc_wait
+        if wait is not None and self._pfmemalloc_ok():
+            self._pfmemalloc_wait = None
+            wait.succeed()
+
+    def _too_many_isolated(self) -> bool:
+        """too_many_isolated: direct reclaimers hold more pages off the LRU than the
+        inactive list it would shrink holds (file, and anon while swap has room)."""
+        if not self.isolated:
+            return False
+        inactive = self.lru.inactive_pages()
+        if inactive is None:
+            return False  # the model keeps no inactive lists
+        anon, file = inactive
+        swap_ok = self.zram_stored < self.zram_limit
+        return self.isolated > file or (swap_ok and self.isolated > anon)
 
     def _try_to_free_pages(self, thread: Thread) -> Generator[Event, object, bool]:
         """do_try_to_free_pages: passes at falling priority, each scanning up to
@@ -508,6 +554,11 @@ class Memory:
             else:
                 scan = max(want, self.lru_pages() >> priority)
             step = max(want, scan // _PASS_STEPS)
+            while self._too_many_isolated() and thread.alive:
+                self.isolated_waits += 1
+                yield self.env.timeout(_ISOLATED_WAIT_NS)
+            if not thread.alive:
+                break
             batch = _Batch()
             first = True
             while scan > 0 and reclaimed + batch.reclaimed < want:
@@ -519,7 +570,14 @@ class Memory:
                 scan -= chunk
                 if batch.scanned + batch.aged == scanned:
                     break  # nothing left to scan
-            yield from self._run_batch(thread, batch)
+            # The pages of the batch are off the LRU while the reclaimer works on them
+            # (shrink_inactive_list isolates up to SWAP_CLUSTER_MAX at a time).
+            held = min(batch.scanned + batch.aged, SWAP_CLUSTER_MAX)
+            self.isolated += held
+            try:
+                yield from self._run_batch(thread, batch)
+            finally:
+                self.isolated -= held
             reclaimed += batch.reclaimed
             aged += batch.aged
             if reclaimed >= want or not thread.alive:
@@ -537,18 +595,22 @@ class Memory:
     def _kswapd_loop(self) -> Generator[Event, object, None]:
         """kswapd: sleep above *low*; once woken, reclaim batches until above *high*."""
         while True:
+            self._wake_throttled()
             if self.free_pages >= self.low_wmark:
                 self._kswapd_wake = Event(self.env)
                 yield self._kswapd_wake
             self._kswapd_wake = None
             # balance_pgdat runs soft-limit reclaim once per round, each round asking
-            # shrink_zone for up to the high watermark's worth of pages.
+            # shrink_zone for up to the high watermark's worth of pages; after a round
+            # it wakes the throttled direct reclaimers (and when it goes to sleep).
             soft_due = 0
             while self.free_pages < self.high_wmark:
                 soft = soft_due <= 0
                 batch = self._reclaim(self.spec.reclaim_batch_pages, direct=False, soft=soft)
                 soft_due = (self.high_wmark if soft else soft_due) - batch.scanned - batch.aged
                 yield from self._run_batch(self.kswapd, batch)
+                if soft_due <= 0:  # a round's end: wake the throttled if the reserve is back
+                    self._wake_throttled()
                 if batch.reclaimed == 0 and batch.writeback == 0 and batch.aged == 0:
                     # Nothing reclaimable: back off like kswapd's failed balance.
                     yield self.env.timeout(ms(100))
@@ -767,6 +829,10 @@ class LruModel(Protocol):
         """Scan ``target`` pages of one process's memory (its cgroup's lruvec)."""
         ...
 
+    def inactive_pages(self) -> tuple[int, int] | None:
+        """The node's inactive (anon, file) pages, or None if the model keeps no lists."""
+        ...
+
     def check(self) -> None: ...
 
 
@@ -844,6 +910,9 @@ class RecencyLru:
                 # cannot reclaim (unevictable, anon with zRAM full) at rising priority
                 # — scanned, not reclaimed, which drives vmpressure to critical.
                 batch.scanned += left
+
+    def inactive_pages(self) -> tuple[int, int] | None:
+        return None
 
     def reclaim_from(self, process: Process, target: int, batch: _Batch) -> None:
         m = self.m
@@ -1154,6 +1223,15 @@ class ListLru:
         # The page cache as /proc/meminfo Cached counts it (Memory.file_pages).
         cached = m.cache_clean + m.cache_dirty + mapped_file
         self._shrink_lruvec(chosen[0], chosen[1], target, batch, swap_ok, cached)
+
+    def inactive_pages(self) -> tuple[int, int] | None:
+        m = self.m
+        anon = file = 0
+        for p in m.processes.alive:
+            if p.lru is not None:
+                anon += p.lru.anon.inactive
+                file += p.lru.file_inactive
+        return anon, file + m.cache_clean + m.cache_dirty  # the unmapped cache: inactive
 
     def reclaim_from(self, process: Process, target: int, batch: _Batch) -> None:
         if process.lru is None:
