@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqoe.device.ftl import FlashCost, Ftl
+from mqoe.device.ftl import GC_POLICIES, FlashCost, Ftl, GcPolicy
 
 
-def tiny() -> Ftl:
+def tiny(gc_policy: GcPolicy = "greedy") -> Ftl:
     """8 blocks × 4 pages, half spare: 16 logical pages, GC at 2 free blocks."""
-    return Ftl(capacity_pages=32, pages_per_block=4, over_provisioning=0.5)
+    return Ftl(capacity_pages=32, pages_per_block=4, over_provisioning=0.5, gc_policy=gc_policy)
 
 
 def page_states(ftl: Ftl) -> tuple[int, int, int]:
@@ -97,12 +97,13 @@ def test_discard_invalidates_mapped_pages_once() -> None:
     st.lists(
         st.tuples(st.booleans(), st.lists(st.integers(0, 15), min_size=1, max_size=12)),
         max_size=40,
-    )
+    ),
+    st.sampled_from(GC_POLICIES),
 )
 def test_invariants_hold_through_any_writes_discards_and_gcs(
-    ops: list[tuple[bool, list[int]]],
+    ops: list[tuple[bool, list[int]]], gc_policy: GcPolicy
 ) -> None:
-    ftl = tiny()
+    ftl = tiny(gc_policy)
     host = 0
     for is_write, lpns in ops:
         if is_write:
@@ -207,3 +208,39 @@ def test_idle_gc_between_writes_and_discards_keeps_the_maps_consistent(
         ftl.check()
         valid, invalid, free = page_states(ftl)
         assert valid == ftl.mapped_pages and valid + invalid + free == ftl.physical_pages
+
+
+def aged_blocks(gc_policy: GcPolicy) -> Ftl:
+    """Block 1 lost a page long ago (3 valid, unchanged for 17 host pages); block 0 lost
+    two just now (2 valid)."""
+    ftl = Ftl(capacity_pages=128, pages_per_block=4, over_provisioning=0.5, gc_policy=gc_policy)
+    ftl.write(range(12))  # blocks 0–2
+    ftl.discard([4])  # block 1, at clock 12
+    ftl.write(range(16, 32))  # new data: the clock runs on
+    ftl.discard([0, 1])  # block 0, at clock 28
+    ftl.check()
+    assert ftl.clock == 28
+    assert ftl.valid[:3].tolist() == [2, 3, 4]
+    return ftl
+
+
+def test_cost_benefit_leaves_a_block_that_is_still_emptying_for_an_old_one() -> None:
+    greedy, cost_benefit = aged_blocks("greedy"), aged_blocks("cost-benefit")
+    # Greedy takes the fewest valid pages; cost-benefit weighs age:
+    # block 0: (1 − 0.5) × 1 / (2 × 0.5) = 0.5; block 1: 0.25 × 17 / 1.5 ≈ 2.8.
+    assert greedy.victims(5).tolist() == [0, 1]  # only these hold an invalid page
+    assert cost_benefit.victims(5).tolist() == [1, 0]
+    assert greedy.victim_cost(1) == (2, 1)
+    assert cost_benefit.victim_cost(1) == (3, 1)
+
+
+def test_an_empty_block_comes_first_under_cost_benefit() -> None:
+    ftl = aged_blocks("cost-benefit")
+    ftl.discard([8, 9, 10, 11])  # block 2 empties now: age 1, but nothing to copy
+    assert ftl.victims(3).tolist() == [2, 1, 0]
+    assert ftl.victim_cost(1) == (0, 1)
+
+
+def test_an_unknown_gc_policy_is_refused() -> None:
+    with pytest.raises(ValueError, match="gc_policy must be one of greedy, cost-benefit"):
+        Ftl(gc_policy="lru")  # type: ignore[arg-type]

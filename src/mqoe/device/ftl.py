@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 from collections import deque
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,8 @@ DEFAULT_PAGES_PER_BLOCK = 256  # spec 04: 128–256 pages per erase block
 DEFAULT_OVER_PROVISIONING = 0.07  # assumed: 7% spare (GB sold vs GiB of NAND)
 
 LpnArray = npt.NDArray[np.int64]
+GcPolicy = Literal["greedy", "cost-benefit"]
+GC_POLICIES: tuple[GcPolicy, ...] = ("greedy", "cost-benefit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,11 @@ class Ftl:
         pages_per_block: int = DEFAULT_PAGES_PER_BLOCK,
         over_provisioning: float = DEFAULT_OVER_PROVISIONING,
         gc_low_blocks: int | None = None,
+        gc_policy: GcPolicy = "greedy",
     ) -> None:
+        if gc_policy not in GC_POLICIES:
+            choices = ", ".join(GC_POLICIES)
+            raise ValueError(f"gc_policy must be one of {choices}, got {gc_policy!r}")
         if pages_per_block < 2:
             raise ValueError(f"pages_per_block must be at least 2, got {pages_per_block}")
         if not 0.0 < over_provisioning < 1.0:
@@ -98,6 +105,11 @@ class Ftl:
         self.valid = np.zeros(blocks, dtype=np.int32)
         self.written = np.zeros(blocks, dtype=np.int32)
         self.erase_counts = np.zeros(blocks, dtype=np.int32)
+        self.gc_policy: GcPolicy = gc_policy
+        # Logical time (host pages written) and, per block, when it last changed: opened,
+        # or one of its pages invalidated (cost-benefit GC's age).
+        self.clock = 0
+        self.modified = np.zeros(blocks, dtype=np.int64)
         self._free: deque[int] = deque(range(1, blocks))  # erased blocks, oldest first
         self._open = 0
         self.host_pages_written = 0
@@ -117,6 +129,7 @@ class Ftl:
             self._ensure_room(collect=True)
             k = min(ppb - int(self.written[self._open]), n - i)
             self._program_host(pages[i : i + k])
+            self.clock += k
             i += k
         self.host_pages_written += n
         return FlashCost(
@@ -257,7 +270,9 @@ class Ftl:
         """Old copies become invalid (``ppns`` distinct and currently valid)."""
         if len(ppns):
             self.p2l[ppns] = -1
-            np.subtract.at(self.valid, ppns // self.pages_per_block, 1)
+            blocks = ppns // self.pages_per_block
+            np.subtract.at(self.valid, blocks, 1)
+            self.modified[blocks] = self.clock
 
     def _program_host(self, seg: LpnArray) -> None:
         """Program a segment that fits the open block; a page written twice in it leaves
@@ -294,15 +309,73 @@ class Ftl:
             if self.written[self._open] < self.pages_per_block:
                 return  # GC left room in a block it opened
         self._open = self._free.popleft()
+        self.modified[self._open] = self.clock
+
+    def victims(self, k: int) -> npt.NDArray[np.int64]:
+        """The next ``k`` blocks GC would collect in the current state, best first
+        (fewer if fewer closed blocks hold an invalid page).
+
+        ``greedy``: the fewest valid pages. ``cost-benefit`` (Rosenblum and Ousterhout,
+        "The Design and Implementation of a Log-Structured File System", SOSP 1991;
+        Kawaguchi, Nishioka and Motoda, USENIX 1995, for flash): the highest
+        (1 − u) · age / 2u, u the block's valid share and age the host pages written
+        since the block last changed — a block whose pages are still being invalidated
+        is left to empty further, so GC does not copy data that is about to die. A
+        block with no valid page costs nothing and always comes first."""
+        ppb = self.pages_per_block
+        closed = (self.written == ppb) & (self.valid < ppb)
+        closed[self._open] = False
+        candidates = np.flatnonzero(closed)
+        k = min(k, len(candidates))
+        if k <= 0:
+            return candidates[:0]
+        valid = self.valid[candidates]
+        if self.gc_policy == "greedy":
+            key = valid.astype(np.float64)  # smallest first
+        else:
+            u = valid / ppb
+            age = (self.clock - self.modified[candidates] + 1).astype(np.float64)
+            with np.errstate(divide="ignore"):
+                score = np.where(valid == 0, np.inf, (1.0 - u) * age / (2.0 * u))
+            key = -score
+        if k < len(candidates):
+            part = np.argpartition(key, k - 1)[:k]
+        else:
+            part = np.arange(len(candidates))
+        order = part[np.lexsort((candidates[part], key[part]))]  # ties: the lower block
+        return candidates[order]
+
+    def victim_cost(self, k: int) -> tuple[int, int]:
+        """(valid pages to copy, blocks erased) of the next ``k`` collections as the
+        device's policy would choose them in this state (see :meth:`victims`)."""
+        if self.gc_policy == "greedy":  # (a full open block counts: it is closed)
+            ppb = self.pages_per_block
+            closed = self.valid[self.written == ppb]
+            closed = closed[closed < ppb]  # a fully valid block reclaims nothing
+            k = min(k, len(closed))
+            if k == 0:
+                raise RuntimeError("FTL full: no block with an invalid page to reclaim")
+            return int(np.partition(closed, k - 1)[:k].sum()), k
+        chosen = self.victims(k)
+        if not len(chosen):
+            raise RuntimeError("FTL full: no block with an invalid page to reclaim")
+        return int(self.valid[chosen].sum()), len(chosen)
 
     def _collect(self) -> None:
-        """Greedy GC of one block: copy its valid pages to the frontier, erase it."""
+        """GC of one block by the device's policy: copy its valid pages to the
+        frontier, erase it."""
         ppb = self.pages_per_block
-        closed_valid = np.where(self.written == ppb, self.valid, ppb + 1)
-        closed_valid[self._open] = ppb + 1
-        victim = int(np.argmin(closed_valid))
-        if closed_valid[victim] >= ppb:
-            raise RuntimeError("FTL full: no block with an invalid page to reclaim")
+        if self.gc_policy == "greedy":
+            closed_valid = np.where(self.written == ppb, self.valid, ppb + 1)
+            closed_valid[self._open] = ppb + 1
+            victim = int(np.argmin(closed_valid))
+            if closed_valid[victim] >= ppb:
+                raise RuntimeError("FTL full: no block with an invalid page to reclaim")
+        else:
+            chosen = self.victims(1)
+            if not len(chosen):
+                raise RuntimeError("FTL full: no block with an invalid page to reclaim")
+            victim = int(chosen[0])
         span = slice(victim * ppb, (victim + 1) * ppb)
         movers = self.p2l[span]
         movers = movers[movers >= 0].astype(np.int64)

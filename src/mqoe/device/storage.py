@@ -58,7 +58,7 @@ from mqoe.engine import Environment, Event, us
 
 MMCQD_PRIORITY = RealTime(1)  # above every fair thread, below other RT work
 MAX_REQUEST_PAGES = 128  # assumed: the block layer's max_sectors_kb = 512 KB per request
-# The write benchmark charges GC at the rate of greedy GC's next victims, at least this
+# The write benchmark charges GC at the rate of the collector's next victims, at least this
 # many (assumed: smooths a single lucky block; see write_speed).
 BENCH_MIN_VICTIMS = 2
 # A scaled model charges writes the GC rate of about this many recent victims (assumed:
@@ -311,7 +311,7 @@ class Storage:
     def ftl(self) -> Ftl:
         """The modelled flash (built on first use)."""
         if self._ftl is None:
-            self._ftl = Ftl(self._ftl_pages)
+            self._ftl = Ftl(self._ftl_pages, gc_policy=self.spec.gc_policy)
         return self._ftl
 
     def allocate(self, pages: int) -> LpnArray:
@@ -505,7 +505,7 @@ def write_speed(
     switch would decide the result. Once GC is in its steady state (free blocks at the
     mark after the writes), the GC time is therefore charged at the rate the collector
     pays — GC time per page of free space it reclaims (erased pages − pages copied) —
-    over the victims greedy GC would take next for writes of this size in the state
+    over the victims the device's GC would take next for writes of this size in the state
     after them (at least :data:`BENCH_MIN_VICTIMS`); before that (free blocks above the
     mark) the exact GC time is used.
     """
@@ -532,9 +532,9 @@ def write_speed(
         # The victims the benchmark's own writes need (one model block stands for
         # ``scale`` real ones, so the same share of the device at any scale).
         victims = max(BENCH_MIN_VICTIMS, math.ceil(n_model / bench.pages_per_block))
-        copies, erases = _greedy_rate(bench, victims)
+        copies, erases = bench.victim_cost(victims)
         ppb = bench.pages_per_block
-        reclaimed = erases * ppb - copies  # > 0: greedy victims always hold invalid pages
+        reclaimed = erases * ppb - copies  # > 0: victims always hold invalid pages
         per_page_us = (copies * timing.gc_copy_us + erases * timing.erase_us) / reclaimed
         gc_us = scale * n_model * per_page_us
     else:
@@ -543,18 +543,3 @@ def write_speed(
     base_us = spec.write_us + (request_pages - 1) * spec.page_us
     seconds = (requests * base_us + gc_us) * 1e-6
     return real_pages * PAGE_BYTES / _MB / seconds
-
-
-def _greedy_rate(ftl: Ftl, victims: int) -> tuple[int, int]:
-    """(copies, erases) of greedy GC's next ``victims`` collections in the device's
-    current state: the closed blocks with the fewest valid pages, as the collector would
-    take them. Measured on the state, so the benchmark's own writes (which invalidate
-    what they overwrite) cannot make the device look cheaper than it is."""
-    ppb = ftl.pages_per_block
-    closed = ftl.valid[ftl.written == ppb]
-    closed = closed[closed < ppb]  # a fully valid block reclaims nothing
-    k = min(victims, len(closed))
-    if k == 0:
-        raise RuntimeError("FTL full: no block with an invalid page to reclaim")
-    best = np.partition(closed, k - 1)[:k]
-    return int(best.sum()), k
