@@ -79,3 +79,24 @@ def test_a_benchmark_file_larger_than_the_free_space_is_a_user_error() -> None:
     # Was a ValueError traceback from deep inside the storage model.
     with pytest.raises(UserError, match=r"bench_mb=1e\+06: the phone has only \d+ MB free"):
         run(bench_mb="1000000", days="1")
+
+
+def test_benchmarks_at_several_times_of_day_give_the_days_average_and_spread() -> None:
+    record = run(wam="lazy", days="3", charge_prob="1", bench_hours="12,5,2.5")
+    bench = record.tables["bench"]
+    m = record.metrics
+    # Three a day, in time order: before the night's trim, after it, midday.
+    assert list(bench["hour"]) == [2.5, 5.0, 12.0] * 3
+    assert list(bench["day"]) == [0.0] * 3 + [1.0] * 3 + [2.0] * 3
+    assert m["sequential_mbps"] == pytest.approx(bench["sequential_mbps"].mean())
+    by_hour = bench.groupby("hour")["sequential_mbps"].mean()
+    assert m["sequential_mbps_spread"] == pytest.approx(by_hour.max() - by_hour.min())
+    assert m["sequential_mbps_spread"] > 0  # the day's reservoir of trimmed blocks runs down
+    one = run(wam="lazy", days="3", charge_prob="1", bench_hours="12")
+    assert one.metrics["sequential_mbps_spread"] == 0
+
+
+@pytest.mark.parametrize("hours", ["", "12,x", "24", "-1,3"])
+def test_bad_benchmark_hours_are_refused(hours: str) -> None:
+    with pytest.raises(UserError, match="bench_hours"):
+        run(bench_hours=hours)

@@ -7,8 +7,9 @@ FileChurn`, ``churn_gb_per_day`` written and, in the steady state, deleted per d
 user unlocks the phone in sessions during waking hours and charges it on most nights
 (the fleet's usage constants, :class:`~mqoe.workloads.fleet_usage.UsageConstants`), and
 every delete goes through the :class:`~mqoe.policies.wam.Trimmer` of the chosen WAM
-policy (``wam``, any spec such as ``practical:threshold_gb=4``). Every day at
-``bench_hour`` a storage benchmark app measures random (4 KB) and sequential (512 KB)
+policy (``wam``, any spec such as ``practical:threshold_gb=4``). Every day at each of
+``bench_hours`` (local times, e.g. ``"5,12,2.5"``: after the night's trim, midday, and
+before the next) a storage benchmark app measures random (4 KB) and sequential (512 KB)
 write speed on a copy of the flash as it is then (the device is not changed).
 
 Nothing decides the speeds but the FTL: pages a deleted file held stay valid to the
@@ -18,13 +19,16 @@ Real-time WAM discards at once, lazy WAM once a night when charging, practical W
 the backlog S_d reaches its threshold — so the policies' write speeds, the number of
 discards, and the time the trim job spends waiting on its discards all emerge.
 
-Metrics: ``random_mbps`` / ``sequential_mbps`` (means over the daily benchmarks from day
-``warmup_days`` on; ``*_final`` the last day's), ``trim_busy_s`` (the batched trim job's
-time in D state waiting for its discards: the total batched-trim duration),
+Metrics: ``random_mbps`` / ``sequential_mbps`` (the day's average: means over every
+benchmark from day ``warmup_days`` on; ``*_final`` the last one's; ``*_spread`` the
+fastest time of day's mean less the slowest's, 0 with one time), ``trim_busy_s`` (the
+batched trim job's time in D state waiting for its discards: the total batched-trim
+duration),
 ``trimmed_gb`` and ``trim_s_per_gb`` (what the rounds discarded, and the time per GB),
 ``trim_rounds``, ``discard_busy_s`` (device time of every discard, real-time ones
 included), ``untrimmed_gb_mean`` (at benchmark times), ``write_amplification``,
-``written_gb``, ``deleted_gb``. Tables: ``bench`` (one row per day), ``trim_rounds``.
+``written_gb``, ``deleted_gb``. Tables: ``bench`` (one row per benchmark: day and hour),
+``trim_rounds``.
 """
 
 from __future__ import annotations
@@ -65,7 +69,9 @@ class FlashAgingParams:
     # for a 64 GB phone (median 0.5 GB with a heavy tail across users, fleet_usage).
     churn_gb_per_day: float = 1.5
     charge_prob: float = 0.8  # assumed: the fleet's Beta(8, 2) mean — charges most nights
-    bench_hour: float = 12.0  # when the daily benchmark runs (local time)
+    # When the benchmark runs each day (local hours, comma-separated: "5,12,2.5" runs it
+    # after the night's trim, at midday and before the next trim).
+    bench_hours: str = "12"
     bench_mb: float = 64.0  # assumed: a storage benchmark app's test file
     warmup_days: float = 2.0  # benchmarks before this are left out of the means
 
@@ -76,8 +82,22 @@ class FlashAgingParams:
             raise ValueError(f"fill must be in [0, 0.95), got {self.fill}")
         if not (self.churn_gb_per_day >= 0 and 0 <= self.charge_prob <= 1):
             raise ValueError("churn_gb_per_day must be ≥ 0 and charge_prob in [0, 1]")
-        if not (0 <= self.bench_hour < 24 and self.bench_mb > 0):
-            raise ValueError("bench_hour must be in [0, 24) and bench_mb positive")
+        if not self.bench_mb > 0:
+            raise ValueError("bench_mb must be positive")
+        self.hours  # noqa: B018 (validates bench_hours)
+
+    @property
+    def hours(self) -> tuple[float, ...]:
+        """``bench_hours`` as sorted, distinct hours in [0, 24)."""
+        try:
+            hours = sorted({float(h) for h in self.bench_hours.split(",")})
+        except ValueError:
+            raise ValueError(
+                f"bench_hours must be hours separated by commas, got {self.bench_hours!r}"
+            ) from None
+        if not hours or not all(0 <= h < 24 for h in hours):
+            raise ValueError(f"bench_hours must be in [0, 24), got {self.bench_hours!r}")
+        return tuple(hours)
 
 
 def churn_params(churn_gb_per_day: float) -> FileChurnParams:
@@ -151,8 +171,9 @@ class FlashAging:
         bench_rng = phone.env.rng("flash-aging:bench")
         scale_gb = storage.scale * PAGE_BYTES / _GIB
 
-        def bench(day: object) -> None:
-            assert isinstance(day, int)
+        def bench(when: object) -> None:
+            assert isinstance(when, tuple)
+            day, hour = when
             free_mb = storage.free_pages * PAGE_BYTES / _MB
             if params.bench_mb > free_mb:  # the test file must fit, as on a phone
                 raise UserError(
@@ -162,6 +183,7 @@ class FlashAging:
             bench_rows.append(
                 {
                     "day": float(day),
+                    "hour": hour,
                     "random_mbps": storage.write_speed("random", bench_rng, params.bench_mb),
                     "sequential_mbps": storage.write_speed(
                         "sequential", bench_rng, params.bench_mb
@@ -174,8 +196,11 @@ class FlashAging:
 
         duration_ns = seconds(params.days * _DAY_S)
         day = 0
-        while (at := seconds(day * _DAY_S + params.bench_hour * _HOUR_S)) < duration_ns:
-            phone.env.schedule(at, bench, day)
+        while seconds(day * _DAY_S) < duration_ns:
+            for hour in params.hours:
+                at = seconds(day * _DAY_S + hour * _HOUR_S)
+                if at < duration_ns:
+                    phone.env.schedule(at, bench, (day, hour))
             day += 1
 
         def collect() -> ScenarioOutput:
@@ -192,9 +217,10 @@ def _collect(
     bench_rows: list[dict[str, float]],
 ) -> ScenarioOutput:
     storage = phone.storage
-    table = pd.DataFrame(bench_rows, columns=["day", "random_mbps", "sequential_mbps",
+    table = pd.DataFrame(bench_rows, columns=["day", "hour", "random_mbps", "sequential_mbps",
                                               "untrimmed_gb", "free_gb", "deleted_gb"])  # fmt: skip
     steady = table[table["day"] >= params.warmup_days]
+    by_hour = steady.groupby("hour")[["random_mbps", "sequential_mbps"]].mean()
     rounds = pd.DataFrame(
         [dataclasses.asdict(r) for r in trimmer.rounds],
         columns=["start_ns", "end_ns", "groups_done", "pages_trimmed", "pauses", "killed"],
@@ -212,11 +238,16 @@ def _collect(
     def last(column: str) -> float:
         return float(table[column].iloc[-1]) if len(table) else math.nan
 
+    def spread(column: str) -> float:
+        return float(by_hour[column].max() - by_hour[column].min()) if len(steady) else math.nan
+
     metrics: dict[str, float | int] = {
         "random_mbps": mean("random_mbps"),
         "sequential_mbps": mean("sequential_mbps"),
         "random_mbps_final": last("random_mbps"),
         "sequential_mbps_final": last("sequential_mbps"),
+        "random_mbps_spread": spread("random_mbps"),
+        "sequential_mbps_spread": spread("sequential_mbps"),
         "untrimmed_gb_mean": mean("untrimmed_gb"),
         "trim_busy_s": trim_busy_s,
         "trimmed_gb": trimmed_gb,
