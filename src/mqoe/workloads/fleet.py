@@ -341,6 +341,9 @@ def _idle_start(timeline: Timeline, phone: IntArray, t: FloatArray, idle_s: floa
 # JobScheduler's idle: screen off for 71 min (AOSP IdleController, Android 7–9); the
 # fstrim maintenance job is scheduled for 03:00 (AOSP MountServiceIdler).
 _IDLE_S = 71 * 60.0
+# An ext4 block group: 8 × the block size in blocks (one bitmap block), 32768 × 4 KiB
+# (Documentation/filesystems/ext4, "Blocks per group"), the unit FITRIM trims at once.
+_EXT4_GROUP_BYTES = 32_768 * 4096.0
 _TRIM_HOUR_S = 3 * HOUR_S
 
 
@@ -348,8 +351,11 @@ def _lazy_trims(
     timeline: Timeline, deletions: Deletions, rate: FloatArray
 ) -> tuple[_Trims, _Segments]:
     """Lazy WAM: each night, once idle and charging after 03:00, trim everything deleted
-    since the last completed trim, uninterruptibly (an fsync meanwhile waits for the rest
-    of it); unplugging kills the trim, and the next one restarts from the head."""
+    since the last completed trim, uninterruptibly; unplugging kills the trim, and the
+    next one restarts from the head. The trim is ext4's FITRIM, which works block group
+    by block group (ext4_trim_fs → ext4_trim_all_free), each group's discards issued
+    and waited for before the next: an fsync meanwhile queues behind the discards
+    issued before it, the rest of the group in flight, not the rest of the trim."""
     n = timeline.n_phones
     phones = np.arange(n)
     covered = deletions.bytes_before(timeline.phone_start(phones) - 1.0)
@@ -370,8 +376,20 @@ def _lazy_trims(
             _Trims(phones[ok], start[ok], end[ok], pending[ok], (end - start)[ok], done[ok])
         )
     trims = _Trims.concat(rows)
-    wait = trims.end - trims.start
-    return trims, _Segments(trims.phone, trims.start, wait, wait)
+    return trims, _trim_groups(trims, _EXT4_GROUP_BYTES / rate)
+
+
+def _trim_groups(trims: _Trims, group_s: FloatArray) -> _Segments:
+    """A trim's groups back to back from its start (on the wall clock: nothing pauses
+    it): an fsync in a group waits for the rest of that group."""
+    busy = trims.end - trims.start
+    per = group_s[trims.phone]
+    counts = np.ceil(busy / per - 1e-9).astype(np.int64)
+    trim = np.repeat(np.arange(len(trims.start)), counts)
+    k = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    t0 = trims.start[trim] + k * per[trim]
+    wait = np.minimum(per[trim], busy[trim] - k * per[trim])
+    return _Segments(trims.phone[trim], t0, wait, wait)
 
 
 def _practical_trims(
