@@ -244,3 +244,22 @@ def test_an_empty_block_comes_first_under_cost_benefit() -> None:
 def test_an_unknown_gc_policy_is_refused() -> None:
     with pytest.raises(ValueError, match="gc_policy must be one of greedy, cost-benefit"):
         Ftl(gc_policy="lru")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("gc_policy", GC_POLICIES)
+def test_a_discard_of_a_whole_block_makes_its_gc_free(gc_policy: GcPolicy) -> None:
+    copies = []
+    for discard in (False, True):
+        ftl = tiny(gc_policy)
+        ftl.write(range(16))  # blocks 0–3, in order
+        if discard:
+            assert ftl.discard([0, 1, 2, 3]) == 4  # block 0 holds nothing now
+            assert ftl.victim_cost(1) == (0, 1)
+        ftl.write([4, 8, 12, 5])  # overwrites leave blocks 1–3 partly valid
+        ftl.write([9, 13, 6, 10])
+        ftl.write([14, 7, 11, 15])  # the third new block needs a GC
+        assert ftl.erases >= 1
+        copies.append(ftl.gc_copies)
+        ftl.check()
+    assert copies[0] > 0  # without the discard GC moves a still-valid page
+    assert copies[1] == 0  # with it, the empty block is erased without a copy

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -195,3 +198,26 @@ def test_trimming_is_deterministic() -> None:
         return [trimmer.rounds, seen]
 
     assert run() == run()
+
+
+def test_an_fsync_during_a_lazy_trim_waits_for_the_group_in_flight_only() -> None:
+    # FITRIM goes group by group, each group's discard waited for before the next is
+    # issued: an fsync queues behind the group in flight, not behind the whole trim.
+    phone, trimmer, seen = setup(Lazy(start_hour=0.0), charging=True)
+    app = phone.cpu.thread("app", process="app")
+    waited: list[int] = []
+
+    def writer() -> Generator[Event, object, None]:
+        yield phone.env.timeout(ms(1500))
+        start = phone.env.now
+        yield from phone.storage.fsync(app, pages=1)
+        waited.append(phone.env.now - start)
+
+    phone.env.process(writer())
+    phone.run(seconds(5))
+    assert trimmer.in_round and len(seen) < trimmer.n_groups  # the trim goes on
+    issued = [t for t, _ in seen]
+    group_ns = max(b - a for a, b in pairwise(issued))
+    assert waited and 0 < waited[0] <= group_ns + ms(5)  # one group, and its own write
+    whole_ns = group_ns * (trimmer.n_groups - 2)
+    assert waited[0] * 10 < whole_ns
