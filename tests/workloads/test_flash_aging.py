@@ -100,3 +100,13 @@ def test_benchmarks_at_several_times_of_day_give_the_days_average_and_spread() -
 def test_bad_benchmark_hours_are_refused(hours: str) -> None:
     with pytest.raises(UserError, match="bench_hours"):
         run(bench_hours=hours)
+
+
+def test_the_benchmarks_are_deterministic_per_seed() -> None:
+    params = {"days": "2", "warmup_days": "0", "wam": "lazy", "bench_hours": "5,12"}
+    profile = load_profile("mi-a2")
+    first, again, other = (run_scenario("flash-aging", profile, seed, params) for seed in (3, 3, 4))
+    pd.testing.assert_frame_equal(first.tables["bench"], again.tables["bench"])
+    assert first.metrics == again.metrics
+    # Another seed is another phone's churn and benchmark offsets.
+    assert not first.tables["bench"].equals(other.tables["bench"])
