@@ -112,6 +112,9 @@ class Ftl:
         self.modified = np.zeros(blocks, dtype=np.int64)
         self._free: deque[int] = deque(range(1, blocks))  # erased blocks, oldest first
         self._open = 0
+        # Whether a block may have become closed and empty since the last idle erase
+        # (only an invalidation or the open block's closing can make one).
+        self._idle_work = False
         self.host_pages_written = 0
         self.programmed_pages = 0
         self.gc_copies = 0
@@ -184,6 +187,9 @@ class Ftl:
 
         Only a discard or an overwrite can empty a block, so this is how real-time
         discards give "fresh blocks" (spec 04) and untrimmed deletes do not."""
+        if not self._idle_work:
+            return 0
+        self._idle_work = False
         ppb = self.pages_per_block
         empty = np.flatnonzero((self.written == ppb) & (self.valid == 0))
         empty = empty[empty != self._open]
@@ -273,6 +279,7 @@ class Ftl:
             blocks = ppns // self.pages_per_block
             np.subtract.at(self.valid, blocks, 1)
             self.modified[blocks] = self.clock
+            self._idle_work = True
 
     def _program_host(self, seg: LpnArray) -> None:
         """Program a segment that fits the open block; a page written twice in it leaves
@@ -310,6 +317,7 @@ class Ftl:
                 return  # GC left room in a block it opened
         self._open = self._free.popleft()
         self.modified[self._open] = self.clock
+        self._idle_work = True  # the block it closed may hold no valid page
 
     def victims(self, k: int) -> npt.NDArray[np.int64]:
         """The next ``k`` blocks GC would collect in the current state, best first
