@@ -286,7 +286,7 @@ class Ftl:
         its first copy invalid, as writing page by page would."""
         k = len(seg)
         last: npt.NDArray[np.bool_] | None = None
-        if k > 1:
+        if k > 1 and not (seg[1:] > seg[:-1]).all():  # (a rising run repeats nothing)
             _, first_rev = np.unique(seg[::-1], return_index=True)
             if len(first_rev) < k:
                 last = np.zeros(k, dtype=np.bool_)
