@@ -170,11 +170,12 @@ def flash_aging_speed(days: float = 21.0) -> float:
     benchmark three times a day). The flash issue's goal is ≥ 3 simulated days per wall
     second (259 200 simulated s per wall s)."""
     from mqoe.device.profiles import load_profile
+    from mqoe.experiments.aging_glitching import BENCH_HOURS, FLASH_MODEL
     from mqoe.workloads.runner import run_scenario
 
-    overrides = {"wam": "lazy", "days": str(days), "bench_hours": "2.5,5,12"}
+    overrides = {"wam": "lazy", "days": str(days), "bench_hours": BENCH_HOURS}
     start = time.perf_counter()
-    record = run_scenario("flash-aging", load_profile("mi-a2"), 1, overrides)
+    record = run_scenario("flash-aging", load_profile(FLASH_MODEL), 1, overrides)
     return record.sim_duration_s / (time.perf_counter() - start)
 
 

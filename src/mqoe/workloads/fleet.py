@@ -46,6 +46,7 @@ import pandas as pd
 from mqoe.analysis.anr.report import ZipfFit, fit_zipf
 from mqoe.engine import RandomStreams, validate_seed
 from mqoe.errors import UserError
+from mqoe.policies.wam import GROUP_PAGES
 from mqoe.workloads.fleet_usage import (
     DAY_S,
     GB,
@@ -341,9 +342,8 @@ def _idle_start(timeline: Timeline, phone: IntArray, t: FloatArray, idle_s: floa
 # JobScheduler's idle: screen off for 71 min (AOSP IdleController, Android 7–9); the
 # fstrim maintenance job is scheduled for 03:00 (AOSP MountServiceIdler).
 _IDLE_S = 71 * 60.0
-# An ext4 block group: 8 × the block size in blocks (one bitmap block), 32768 × 4 KiB
-# (Documentation/filesystems/ext4, "Blocks per group"), the unit FITRIM trims at once.
-_EXT4_GROUP_BYTES = 32_768 * 4096.0
+# An ext4 block group (32768 blocks of 4 KiB), the unit FITRIM trims at once.
+_EXT4_GROUP_BYTES = float(GROUP_PAGES * PAGE_BYTES)
 _TRIM_HOUR_S = 3 * HOUR_S
 
 
@@ -379,17 +379,22 @@ def _lazy_trims(
     return trims, _trim_groups(trims, _EXT4_GROUP_BYTES / rate)
 
 
+def _groups(trims: _Trims, group_s: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
+    """Each trim's groups back to back over its busy time: (the trim of each group, the
+    group's start within that busy time, the group's length — the last one cut short)."""
+    per = group_s[trims.phone]
+    counts = np.ceil(trims.busy_s / per).astype(np.int64)
+    trim = np.repeat(np.arange(len(trims.start)), counts)
+    k = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    offset = k * per[trim]
+    return trim, offset, np.minimum(per[trim], trims.busy_s[trim] - offset)
+
+
 def _trim_groups(trims: _Trims, group_s: FloatArray) -> _Segments:
     """A trim's groups back to back from its start (on the wall clock: nothing pauses
     it): an fsync in a group waits for the rest of that group."""
-    busy = trims.end - trims.start
-    per = group_s[trims.phone]
-    counts = np.ceil(busy / per - 1e-9).astype(np.int64)
-    trim = np.repeat(np.arange(len(trims.start)), counts)
-    k = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    t0 = trims.start[trim] + k * per[trim]
-    wait = np.minimum(per[trim], busy[trim] - k * per[trim])
-    return _Segments(trims.phone[trim], t0, wait, wait)
+    trim, offset, wait = _groups(trims, group_s)
+    return _Segments(trims.phone[trim], trims.start[trim] + offset, wait, wait)
 
 
 def _practical_trims(
@@ -458,13 +463,8 @@ def _unlock_overflow(
 def _locked_groups(timeline: Timeline, trims: _Trims, group_s: FloatArray) -> _Segments:
     """Each group while locked: an fsync waits for the rest of the group in flight (only
     built when a group lasts at least the shortest timeout: slow flash, huge groups)."""
-    per = group_s[trims.phone]
-    counts = np.ceil(trims.busy_s / per).astype(np.int64)
-    trim = np.repeat(np.arange(len(trims.start)), counts)
-    k = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    y0 = timeline.off_time(trims.start[trim]) + k * per[trim]
-    t0 = timeline.from_off_time(y0)
-    wait = np.minimum(per[trim], trims.busy_s[trim] - k * per[trim])
+    trim, offset, wait = _groups(trims, group_s)
+    t0 = timeline.from_off_time(timeline.off_time(trims.start[trim]) + offset)
     next_on = timeline.start[
         np.minimum(np.searchsorted(timeline.start, t0, side="right"), len(timeline.start) - 1)
     ]
