@@ -346,12 +346,7 @@ class Ftl:
             with np.errstate(divide="ignore"):
                 score = np.where(valid == 0, np.inf, (1.0 - u) * age / (2.0 * u))
             key = -score
-        if k < len(candidates):
-            part = np.argpartition(key, k - 1)[:k]
-        else:
-            part = np.arange(len(candidates))
-        order = part[np.lexsort((candidates[part], key[part]))]  # ties: the lower block
-        return candidates[order]
+        return candidates[np.lexsort((candidates, key))[:k]]  # ties: the lower block
 
     def victim_cost(self, k: int) -> tuple[int, int]:
         """(valid pages to copy, blocks erased) of the next ``k`` collections as the
@@ -373,17 +368,10 @@ class Ftl:
         """GC of one block by the device's policy: copy its valid pages to the
         frontier, erase it."""
         ppb = self.pages_per_block
-        if self.gc_policy == "greedy":
-            closed_valid = np.where(self.written == ppb, self.valid, ppb + 1)
-            closed_valid[self._open] = ppb + 1
-            victim = int(np.argmin(closed_valid))
-            if closed_valid[victim] >= ppb:
-                raise RuntimeError("FTL full: no block with an invalid page to reclaim")
-        else:
-            chosen = self.victims(1)
-            if not len(chosen):
-                raise RuntimeError("FTL full: no block with an invalid page to reclaim")
-            victim = int(chosen[0])
+        chosen = self.victims(1)
+        if not len(chosen):
+            raise RuntimeError("FTL full: no block with an invalid page to reclaim")
+        victim = int(chosen[0])
         span = slice(victim * ppb, (victim + 1) * ppb)
         movers = self.p2l[span]
         movers = movers[movers >= 0].astype(np.int64)
