@@ -1,4 +1,4 @@
-"""The flash translation layer: append-only writes, greedy GC, discard, aging, invariants."""
+"""The flash translation layer: writes, GC and its frontier, discard, aging, invariants."""
 
 from __future__ import annotations
 
@@ -71,14 +71,43 @@ def test_greedy_gc_copies_the_fewest_valid_pages_and_erases() -> None:
     ftl.write([12, 13])  # block 5 full; free blocks: 6, 7 (= the low-water mark)
     assert ftl.valid[:6].tolist() == [1, 2, 3, 2, 4, 4]
     cost = ftl.write([6])
-    # GC: block 0 (1 valid: page 3) goes to block 6; still at the mark, so block 1
-    # (2 valid, the lowest index among the 2s) too; then the host page.
+    # GC: block 0 (1 valid: page 3) goes to block 6, GC's frontier; still at the mark,
+    # so block 1 (2 valid, the lowest index among the 2s) too; then the host page goes
+    # to a host block of its own (7).
     assert cost == FlashCost(programmed_pages=4, gc_copies=3, erases=2)
-    assert (ftl.l2p[3], ftl.l2p[7], ftl.l2p[6]) == (24, 26, 27)
+    assert (ftl.l2p[3], ftl.l2p[7], ftl.l2p[6]) == (24, 26, 28)
     assert ftl.erase_counts[:2].tolist() == [1, 1]
     assert ftl.host_pages_written == 25 and ftl.programmed_pages == 28
     assert ftl.write_amplification == pytest.approx(28 / 25)
     ftl.check()
+
+
+def test_with_one_frontier_gc_copies_share_the_host_block() -> None:
+    ftl = Ftl(32, 4, 0.5, gc_policy="greedy", gc_frontier=False)
+    ftl.write(np.arange(16))
+    ftl.write([0, 1, 2, 4, 5, 9])
+    ftl.write([12, 13])
+    ftl.write([6])
+    assert (ftl.l2p[3], ftl.l2p[7], ftl.l2p[6]) == (24, 26, 27)  # page 6 right after
+    ftl.check()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_deleted_files_blocks_empty_out_when_gc_has_its_own_frontier(seed: int) -> None:
+    """A 256-page file written while GC runs fills 16 host blocks (one shared with the
+    previous host data at most); once it is discarded they hold nothing, so the idle
+    erase reclaims them without a copy. With one frontier GC's copies sit among them."""
+    empty = {}
+    for frontier in (True, False):
+        ftl = Ftl(4096, 16, 0.1, gc_policy="greedy", gc_frontier=frontier)
+        ftl.fill(0.8, np.random.default_rng(seed))
+        ftl.erase_invalid_blocks()
+        file = np.flatnonzero(ftl.l2p < 0)[:256]
+        assert ftl.write(file).gc_copies > 0  # GC ran during the write
+        ftl.discard(file)
+        empty[frontier] = ftl.erase_invalid_blocks()
+        ftl.check()
+    assert empty[True] >= 15 > empty[False]
 
 
 def test_discard_invalidates_mapped_pages_once() -> None:

@@ -1,15 +1,27 @@
-"""The flash translation layer (FTL): page-mapped NAND flash with greedy garbage collection.
+"""The flash translation layer (FTL): page-mapped NAND flash with garbage collection.
 
-Flash programs pages but erases whole blocks (spec 04: 128–256 pages per block), and a
-programmed page cannot be rewritten in place. So the FTL writes append-only into one
+Flash programs pages but erases whole blocks (128–256 pages per block), and a
+programmed page cannot be rewritten in place. So the FTL writes append-only into an
 open block (the *write frontier*) and keeps a logical→physical page map; overwriting a
 logical page only marks its old physical copy invalid. When free blocks fall to a
-low-water mark, garbage collection picks the closed block with the fewest valid pages
-(greedy), copies its valid pages to the frontier and erases it. Each copy is a page
+low-water mark, garbage collection picks a closed block by its policy (``cost-benefit``,
+the default, or ``greedy``: :meth:`Ftl.victims`), copies its valid pages to a frontier
+of its own and erases it. Each copy is a page
 program the host did not ask for: **write amplification**, WA = flash pages programmed
 / host pages written (≥ 1). It grows with how full the flash is and with how scattered
 the invalid pages are. A discard (TRIM) tells the FTL that the file system no longer
 uses some logical pages: they become invalid at once, so GC does not copy them.
+
+Two frontiers: the host's writes and GC's copies go to different open blocks, as flash
+controllers keep separate active blocks for host data and for relocated data (Chiang,
+Lee and Chang, "Using data clustering to improve cleaning performance for flash memory",
+Software: Practice and Experience 29(3), 1999; Desnoyers, "Analytic modeling of SSD
+write performance", SYSTOR 2012). Data GC copies has survived at least one collection
+and is mostly long-lived; new host data is mostly short-lived (app caches, downloads).
+Mixed in one block, the short-lived data's deaths leave the block half valid and GC
+copies the long-lived rest again and again; kept apart, the host's blocks empty out as
+their files are deleted — what discards are for. ``gc_frontier=False`` gives the single
+frontier (for comparison).
 
 Over-provisioning: the host sees ``logical_pages`` = (1 − over_provisioning) × the
 physical pages; the spare blocks (7% by default, the GB-vs-GiB gap of consumer flash)
@@ -72,7 +84,8 @@ class Ftl:
         pages_per_block: int = DEFAULT_PAGES_PER_BLOCK,
         over_provisioning: float = DEFAULT_OVER_PROVISIONING,
         gc_low_blocks: int | None = None,
-        gc_policy: GcPolicy = "greedy",
+        gc_policy: GcPolicy = "cost-benefit",
+        gc_frontier: bool = True,
     ) -> None:
         if gc_policy not in GC_POLICIES:
             choices = ", ".join(GC_POLICIES)
@@ -112,6 +125,9 @@ class Ftl:
         self.modified = np.zeros(blocks, dtype=np.int64)
         self._free: deque[int] = deque(range(1, blocks))  # erased blocks, oldest first
         self._open = 0
+        # GC's copies go to a block of their own (-1: none open yet), not the host's.
+        self.gc_frontier = gc_frontier
+        self._gc_open = -1
         # Whether a block may have become closed and empty since the last idle erase
         # (only an invalidation or the open block's closing can make one).
         self._idle_work = False
@@ -192,7 +208,7 @@ class Ftl:
         self._idle_work = False
         ppb = self.pages_per_block
         empty = np.flatnonzero((self.written == ppb) & (self.valid == 0))
-        empty = empty[empty != self._open]
+        empty = empty[(empty != self._open) & (empty != self._gc_open)]
         if len(empty):
             self.written[empty] = 0
             self.erase_counts[empty] += 1
@@ -258,7 +274,7 @@ class Ftl:
         if len(mapped) != int(valid.sum()):
             problems.append("valid physical pages are not exactly the mapped logical ones")
         free = np.fromiter(self._free, dtype=np.int64, count=len(self._free))
-        if len(set(self._free)) != len(free) or self._open in self._free:
+        if len(set(self._free)) != len(free) or {self._open, self._gc_open} & set(self._free):
             problems.append("the free-block list repeats a block or holds the open one")
         if np.any(self.written[free] != 0):
             problems.append("a free block has programmed pages")
@@ -332,7 +348,9 @@ class Ftl:
         block with no valid page costs nothing and always comes first."""
         ppb = self.pages_per_block
         closed = (self.written == ppb) & (self.valid < ppb)
-        closed[self._open] = False
+        closed[self._open] = False  # the frontiers, even full, wait for their successors
+        if self._gc_open >= 0:
+            closed[self._gc_open] = False
         candidates = np.flatnonzero(closed)
         k = min(k, len(candidates))
         if k <= 0:
@@ -351,18 +369,21 @@ class Ftl:
     def victim_cost(self, k: int) -> tuple[int, int]:
         """(valid pages to copy, blocks erased) of the next ``k`` collections as the
         device's policy would choose them in this state (see :meth:`victims`)."""
-        if self.gc_policy == "greedy":  # (a full open block counts: it is closed)
-            ppb = self.pages_per_block
-            closed = self.valid[self.written == ppb]
-            closed = closed[closed < ppb]  # a fully valid block reclaims nothing
-            k = min(k, len(closed))
-            if k == 0:
-                raise RuntimeError("FTL full: no block with an invalid page to reclaim")
-            return int(np.partition(closed, k - 1)[:k].sum()), k
         chosen = self.victims(k)
         if not len(chosen):
             raise RuntimeError("FTL full: no block with an invalid page to reclaim")
         return int(self.valid[chosen].sum()), len(chosen)
+
+    def _gc_room(self) -> int:
+        """The block GC copies into: its own frontier (a free block once the last is
+        full), or the host's open block when the device has one frontier."""
+        if not self.gc_frontier:
+            self._ensure_room(collect=False)
+            return self._open
+        if self._gc_open < 0 or self.written[self._gc_open] >= self.pages_per_block:
+            self._gc_open = self._free.popleft()
+            self.modified[self._gc_open] = self.clock
+        return self._gc_open
 
     def _collect(self) -> None:
         """GC of one block by the device's policy: copy its valid pages to the
@@ -379,15 +400,15 @@ class Ftl:
         self.valid[victim] = 0
         i, n = 0, len(movers)
         while i < n:
-            self._ensure_room(collect=False)
-            room = ppb - int(self.written[self._open])
+            dest = self._gc_room()
+            room = ppb - int(self.written[dest])
             seg = movers[i : i + room]
-            base = self._open * ppb + int(self.written[self._open])
+            base = dest * ppb + int(self.written[dest])
             ppns = np.arange(base, base + len(seg), dtype=np.int32)
             self.p2l[ppns] = seg
             self.l2p[seg] = ppns
-            self.valid[self._open] += len(seg)
-            self.written[self._open] += len(seg)
+            self.valid[dest] += len(seg)
+            self.written[dest] += len(seg)
             i += len(seg)
         self.programmed_pages += n
         self.gc_copies += n

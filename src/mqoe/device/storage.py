@@ -60,7 +60,7 @@ MMCQD_PRIORITY = RealTime(1)  # above every fair thread, below other RT work
 MAX_REQUEST_PAGES = 128  # assumed: the block layer's max_sectors_kb = 512 KB per request
 # The write benchmark charges GC at the rate of the collector's next victims, at least this
 # many (assumed: smooths a single lucky block; see write_speed).
-BENCH_MIN_VICTIMS = 2
+BENCH_MIN_VICTIMS = 16
 # A scaled model charges writes the GC rate of about this many recent victims (assumed:
 # long enough to smooth single victims, short enough to follow a burst of discards).
 GC_RATE_VICTIMS = 32

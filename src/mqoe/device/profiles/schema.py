@@ -430,10 +430,11 @@ class StorageSpec(_Model):
     # controller's queue (~0.05 ms).
     cycles_per_request: int | None = Field(default=None, ge=0, le=_MAX_CYCLES)
     readahead_pages: int = Field(default=32, ge=1, le=512)  # VM readaround on a fault
-    # How the FTL picks a garbage-collection victim (mqoe.device.ftl): "greedy" (fewest
-    # valid pages) or "cost-benefit" (valid share and age, as log-structured systems
-    # do). Device firmware does not publish it.
-    gc_policy: Literal["greedy", "cost-benefit"] = "greedy"
+    # How the FTL picks a garbage-collection victim (mqoe.device.ftl): "cost-benefit"
+    # (valid share and age, as log-structured systems do) or "greedy" (fewest valid
+    # pages). Device firmware does not publish it; the default is a fitted choice (the
+    # calibration ledger, docs/decisions/0003-flash-gc.md).
+    gc_policy: Literal["greedy", "cost-benefit"] = "cost-benefit"
 
     @property
     def request_cycles(self) -> int:
