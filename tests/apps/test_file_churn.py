@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from mqoe.apps.file_churn import FileChurn, FileChurnParams, FileKind
+from mqoe.apps.file_churn import FileChurn, FileChurnParams, FileKind, history_pages
+from mqoe.device.ftl import PAGE_BYTES
 from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.policies.wam import Practical, RealTime, Trimmer, WamPolicy
@@ -83,3 +85,17 @@ def test_a_full_file_system_fails_creations_instead_of_crashing() -> None:
     phone.storage.preload(phone.storage.free_pages - 64)
     phone.run(HOUR)
     assert app.files_created == 0 and app.failed_creates > 40
+
+
+def test_a_file_history_follows_the_kinds_rates_and_sizes() -> None:
+    params = FileChurnParams()
+    total = 1 << 22  # 16 GiB of 4 KB pages
+    sizes = history_pages(params, np.random.default_rng(5), total)
+    assert sizes.sum() >= total and sizes.min() >= 1
+    assert np.array_equal(sizes, history_pages(params, np.random.default_rng(5), total))
+    # The mean size is the rate-weighted mean of the kinds' means (log-normal, exact mean).
+    rates = np.array([k.creates_per_hour for k in params.kinds])
+    means = np.array([k.mean_size_kb * 1024 / PAGE_BYTES for k in params.kinds])
+    assert sizes.mean() == pytest.approx((rates * means).sum() / rates.sum(), rel=0.1)
+    with pytest.raises(ValueError, match="no file kind"):
+        history_pages(FileChurnParams(kinds=()), np.random.default_rng(5), total)

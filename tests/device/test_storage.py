@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqoe.device.cpu import PreemptKind, ThreadState
-from mqoe.device.ftl import Ftl
+from mqoe.device.ftl import PAGE_BYTES, Ftl
 from mqoe.device.phone import Phone
 from mqoe.device.storage import FLASH_TIMING, Storage, StorageFull, write_speed
 from mqoe.engine import Event, ms, seconds, us
@@ -300,8 +300,15 @@ def test_the_file_space_allocates_in_order_and_carries_partial_model_pages() -> 
         storage.allocate(storage.scale)
 
 
+def fine_grained_phone() -> Phone:
+    """A phone whose queue takes discards of any size (discard_granularity 4 KB)."""
+    profile = make_profile([(2, 1000.0, 1.0)])
+    storage = profile.storage.model_copy(update={"discard_granularity": 4})
+    return Phone(profile.model_copy(update={"storage": storage}), 1)
+
+
 def test_fitrim_discards_only_untrimmed_free_pages_of_its_range_once() -> None:
-    phone = fast_phone()
+    phone = fine_grained_phone()
     storage = phone.storage
     lpns = storage.preload(100 * storage.scale)
     storage.release(lpns[10:20], discard=False)
@@ -321,6 +328,68 @@ def test_fitrim_discards_only_untrimmed_free_pages_of_its_range_once() -> None:
     everything = storage.fitrim(0, 200, all_free=True)  # an fstrim that remembers nothing
     assert everything is not None
     assert seen[-1] == [*range(10, 20), *range(60, 70), *range(100, 200)]
+
+
+def test_fitrim_skips_free_extents_shorter_than_the_discard_granularity() -> None:
+    """eMMC: discard_granularity = pref_erase, 4 MiB on a card of 1 GiB or more, and
+    ext4 raises FITRIM's minlen to it; a real-time discard knows no minimum."""
+    storage = fast_phone().storage
+    assert storage.spec.type == "emmc" and storage.spec.discard_granularity_kb == 4096
+    minlen = 4096 * 1024 // PAGE_BYTES // storage.scale  # model pages in 4 MiB
+    assert minlen > 2
+    lpns = storage.preload(4 * minlen * storage.scale)
+    short = lpns[minlen : 2 * minlen - 1]  # one page short of minlen
+    storage.release(short, discard=False)
+    storage.release(lpns[3 * minlen :], discard=False)  # joins the free space behind
+    assert storage.fitrim(0, 2 * minlen) is None  # the short extent stays untrimmed
+    done = storage.fitrim(0, storage.ftl.logical_pages)
+    assert done is not None and storage.untrimmed_pages == len(short)
+    # A neighbour's free makes the extent long enough: the next FITRIM takes it.
+    storage.release(lpns[2 * minlen - 1 : 2 * minlen], discard=False)
+    assert storage.fitrim(0, 3 * minlen) is not None and storage.untrimmed_pages == 0
+    # Real-time: a one-page discard goes out as it is.
+    pending = storage.discards_pending
+    storage.release(lpns[:1], discard=True)
+    assert storage.discards_pending == pending + 1
+
+
+def test_a_ufs_queue_trims_extents_of_any_length() -> None:
+    profile = make_profile([(2, 1000.0, 1.0)])
+    ufs = profile.model_copy(update={"storage": profile.storage.model_copy(update={"type": "ufs"})})
+    storage = Phone(ufs, 1).storage
+    assert storage.spec.discard_granularity_kb == 4
+    lpns = storage.preload(8 * storage.scale)
+    storage.release(lpns[3:4], discard=False)
+    assert storage.fitrim(0, 8) is not None and storage.untrimmed_pages == 0
+
+
+def test_a_file_takes_the_first_free_extent_that_holds_it_whole() -> None:
+    storage = fast_phone().storage
+    lpns = storage.preload(40 * storage.scale)
+    storage.release(lpns[2:5], discard=True)  # a 3-page hole
+    storage.release(lpns[10:20], discard=True)  # a 10-page hole
+    storage.ftl  # noqa: B018
+    storage._space().cursor = 0
+    assert storage.allocate(6 * storage.scale).tolist() == list(range(10, 16))
+    assert storage.allocate(3 * storage.scale).tolist() == list(range(16, 19))
+    # None fits whole in what is left before the end: pieces, next-fit.
+    storage._space().cursor = 0
+    assert storage.allocate(2 * storage.scale).tolist() == [2, 3]
+
+
+def test_aging_by_files_leaves_the_deleted_files_extents_free() -> None:
+    storage = fast_phone().storage
+    logical = storage.ftl.logical_pages
+    sizes = np.full(logical // 8 + 1, 8 * storage.scale)  # files of 8 model pages
+    storage.age(0.6, np.random.default_rng(3), file_pages=sizes)
+    used = storage._space().used
+    assert 0.55 < used.mean() < 0.65
+    whole = used[: logical // 8 * 8].reshape(-1, 8)
+    assert (whole.all(axis=1) | ~whole.any(axis=1)).all()  # files live or die whole
+    assert np.array_equal(storage.ftl.l2p >= 0, used)
+    storage.ftl.check()
+    with pytest.raises(ValueError, match="fill the logical space"):
+        fast_phone().storage.age(0.6, np.random.default_rng(3), file_pages=[8])
 
 
 def test_write_speed_on_a_fresh_device_is_the_profiles_sequential_rate() -> None:

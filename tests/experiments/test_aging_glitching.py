@@ -36,10 +36,15 @@ def small_results(quick: bool) -> Results:
         wam: run_population("fleet", 1, {"phones": "80", "days": "3", "wam": wam})
         for wam in ("realtime", "practical")
     }
-    flash = {
-        spec: run_scenario("flash-aging", load_profile(FLASH_MODEL), 1,
-                           {"wam": spec, "days": "2", "warmup_days": "0"})
+    runs = [
+        (FLASH_MODEL, spec)
         for spec in ("realtime", "lazy", "practical", "practical:threshold_gb=0.5")
+    ]
+    runs += [("mi-8-pro", spec) for spec in ("realtime", "lazy", "practical")]
+    flash = {
+        (model, spec): run_scenario("flash-aging", load_profile(model), 1,
+                                    {"wam": spec, "days": "2", "warmup_days": "0"})
+        for model, spec in runs
     }  # fmt: skip
     return Results(ui, fleet, flash)
 
@@ -51,7 +56,10 @@ def test_every_figure_lands_in_metrics_csv_with_its_condition_keys(tmp_path: Pat
     assert {"srff-model", "srff-app", "ruir", "sf-cpuset", "anr-snr", "root-causes",
             "write-speed", "sd-threshold"} <= figures  # fmt: skip
     speed = metrics[metrics["figure"] == "write-speed"]
-    assert set(speed["condition"]) == {"policy=realtime", "policy=lazy", "policy=practical"}
+    assert set(speed["condition"]) == {f"policy={policy};storage={storage}"
+                                       for storage in ("emmc", "ufs")
+                                       for policy in ("realtime", "lazy", "practical")}  # fmt: skip
+    assert set(speed["profile"]) == {FLASH_MODEL, "mi-8-pro"}
     assert {"random_mbps", "sequential_mbps"} <= set(speed["metric"])
     sweep = metrics[metrics["figure"] == "sd-threshold"]
     assert set(sweep["condition"]) == {"threshold_gb=0.5", "threshold_gb=6"}

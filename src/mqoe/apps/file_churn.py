@@ -61,6 +61,27 @@ class FileChurnParams:
     nice: int = 10  # assumed: background work (installs, cache writes) at background priority
 
 
+def history_pages(params: FileChurnParams, rng: np.random.Generator, total_pages: int) -> LpnArray:
+    """Sizes (4 KB pages) of files as ``params``' kinds create them — each file of a
+    kind in proportion to its creation rate, log-normal in size — until they add up to
+    ``total_pages``: a phone's file history, to age its file system by
+    (:meth:`mqoe.device.storage.Storage.age`)."""
+    kinds = [k for k in params.kinds if k.creates_per_hour > 0]
+    if not kinds:
+        raise ValueError("no file kind creates files")
+    rates = np.array([k.creates_per_hour for k in kinds])
+    mus = np.array([math.log(k.mean_size_kb * _KB) - k.size_sigma**2 / 2 for k in kinds])
+    sigmas = np.array([k.size_sigma for k in kinds])
+    parts: list[LpnArray] = []
+    total = 0
+    while total < total_pages:
+        which = rng.choice(len(kinds), size=4096, p=rates / rates.sum())
+        pages = np.ceil(rng.lognormal(mus[which], sigmas[which]) / PAGE_BYTES).astype(np.int64)
+        parts.append(pages)
+        total += int(pages.sum())
+    return np.concatenate(parts)
+
+
 @dataclass(eq=False, slots=True)
 class ChurnFile:
     kind: str

@@ -172,6 +172,7 @@ class Ftl:
         rng: np.random.Generator,
         fragmented: bool = True,
         drive_writes: float = 2.0,
+        data: npt.ArrayLike | None = None,
     ) -> None:
         """Age a fresh device: ``fraction`` of the logical pages end up holding data.
 
@@ -181,19 +182,27 @@ class Ftl:
         has been written ``drive_writes`` times over (assumed default 2: enough for
         greedy GC to reach its steady state), scattering invalid pages over the blocks.
         The counters are reset afterwards, so they describe what happens after aging.
+        ``data`` names the logical pages that hold data (in the order first written)
+        instead of ``fraction`` of them drawn at random.
         """
         if not 0.0 <= fraction <= 1.0:
             raise ValueError(f"fraction must be in [0, 1], got {fraction}")
         if self.written.any() or self.erase_counts.any():
             raise ValueError("fill ages a fresh FTL; this one has been written already")
-        n = round(fraction * self.logical_pages)
-        if not fragmented:
-            self.write(np.arange(n, dtype=np.int64))
-        elif n:
-            data = rng.permutation(self.logical_pages)[:n].astype(np.int64)
-            self.write(data)
+        if data is not None:
+            pages = self._lpns(data)
+            n = len(pages)
+        else:
+            n = round(fraction * self.logical_pages)
+            if fragmented:
+                pages = rng.permutation(self.logical_pages)[:n].astype(np.int64)
+            else:
+                pages = np.arange(n, dtype=np.int64)
+        if n:
+            self.write(pages)
+        if fragmented and n:
             overwrites = max(0, round(drive_writes * self.physical_pages) - n)
-            self.write(data[rng.integers(0, n, overwrites)])
+            self.write(pages[rng.integers(0, n, overwrites)])
         self.reset_counters()
 
     def erase_invalid_blocks(self) -> int:

@@ -28,9 +28,13 @@ quasi-asynchronous dependency of spec 04 (ext4's journal commit waits for the di
 of the transactions before it, spec 06); the thread is in D state throughout.
 
 **File space.** A minimal file-system allocator hands out logical pages
-(:meth:`allocate`) and takes them back (:meth:`release`); freed pages not discarded at
-once are remembered as untrimmed, so a batched trim (:meth:`fitrim`, FITRIM with a
-start and length, spec 06) can discard them range by range later.
+(:meth:`allocate`: a file takes the first free extent ahead that holds it whole, else
+pieces) and takes them back (:meth:`release`); freed pages not discarded at once are
+remembered as untrimmed, so a batched trim (:meth:`fitrim`, FITRIM with a start and
+length) can discard them range by range later — only free extents of at least the
+queue's discard granularity, as ext4 does (4 MiB on an eMMC: Linux's ``pref_erase``).
+:meth:`age` ages a fresh device file by file (a file history's survivors) or page by
+page.
 
 **Model scale.** The FTL models a sample of the phone's flash: one model page per
 ``scale`` real 4 KB pages (``scale`` = real capacity / model capacity, 1 for a full-size
@@ -125,10 +129,12 @@ class IoRequest:
 class _FileSpace:
     """Which model logical pages the file system uses, and which free ones are untrimmed.
 
-    Allocation is next-fit: it takes the first free pages at or after ``cursor`` and
-    moves the cursor past them, wrapping at the end — as log-structured f2fs, and ext4's
-    goal-directed block allocator, stream new data forward instead of into the blocks
-    just freed. So a freed page stays free (and, until it is discarded, valid to the
+    Allocation goes forward from ``cursor``, wrapping at the end — as log-structured
+    f2fs, and ext4's goal-directed block allocator, stream new data forward instead of
+    into the blocks just freed. A file takes the first free extent ahead that holds it
+    whole (ext4's mballoc looks for a free extent of the request's size before it
+    settles for pieces: ext4_mb_regular_allocator's criteria), else the next free pages
+    in pieces. So a freed page stays free (and, until it is discarded, valid to the
     flash) until the allocator comes round to it again."""
 
     used: npt.NDArray[np.bool_]
@@ -138,10 +144,26 @@ class _FileSpace:
     carry_pages: int = 0  # real pages allocated but not yet worth a model page
 
     def take(self, n: int) -> LpnArray:
-        """The next ``n`` free pages from the cursor on (the caller checked ``free``)."""
+        """``n`` free pages for a new file: the first free extent of at least ``n``
+        pages in the window from the cursor on, else the next ``n`` free pages (the
+        caller checked ``free``)."""
         used, size = self.used, len(self.used)
+        pos = self.cursor
+        end = min(size, pos + max(_ALLOC_WINDOW, 4 * n))
+        if n > 1:
+            free = ~used[pos:end]
+            edges = np.diff(np.concatenate(([False], free, [False])).astype(np.int8))
+            starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+            fits = np.flatnonzero(ends - starts >= n)
+            if len(fits):
+                first = pos + int(starts[fits[0]])
+                found = np.arange(first, first + n, dtype=np.int64)
+                used[found] = True
+                self.cursor = (first + n) % size
+                self.free -= n
+                return found
         parts: list[LpnArray] = []
-        need, pos = n, self.cursor
+        need = n
         while need > 0:
             end = min(size, pos + max(_ALLOC_WINDOW, 2 * need))
             found = np.flatnonzero(~used[pos:end])[:need].astype(np.int64) + pos
@@ -347,10 +369,19 @@ class Storage:
     def fitrim(self, start_lpn: int, length: int, all_free: bool = False) -> Event | None:
         """FITRIM on ``[start_lpn, start_lpn + length)``: discard the free pages there
         that were freed since their last trim (every free page with ``all_free``, as an
-        fstrim that remembers nothing). None when there is nothing to discard."""
+        fstrim that remembers nothing). None when there is nothing to discard.
+
+        Only free extents of at least the device's discard granularity are trimmed
+        (``StorageSpec.discard_granularity_kb``): ext4 raises FITRIM's ``minlen`` to it
+        ("no point to try to trim less than discard granularity", ext4_trim_fs), and
+        Android's fstrim passes ``minlen = 0``. A shorter free extent stays untrimmed
+        until frees around it make it long enough; real-time discards know no minimum."""
         fs = self._space()
         span = slice(start_lpn, start_lpn + length)
         candidates = ~fs.used[span] if all_free else fs.untrimmed[span]
+        minlen = math.ceil(self.spec.discard_granularity_kb * 1024 / PAGE_BYTES / self.scale)
+        if minlen > 1:
+            candidates = candidates & _long_runs(~fs.used[span], minlen)
         lpns = np.flatnonzero(candidates).astype(np.int64) + start_lpn
         if not len(lpns):
             return None
@@ -373,12 +404,37 @@ class Storage:
         self.ftl.write(lpns)
         return lpns
 
-    def age(self, fraction: float, rng: np.random.Generator, fragmented: bool = True) -> None:
-        """Age a fresh device (:meth:`Ftl.fill`); the aged data is the file system's."""
+    def age(
+        self,
+        fraction: float,
+        rng: np.random.Generator,
+        fragmented: bool = True,
+        file_pages: npt.ArrayLike | None = None,
+    ) -> None:
+        """Age a fresh device (:meth:`Ftl.fill`); the aged data is the file system's.
+
+        With ``file_pages`` (sizes in real 4 KB pages of the files the phone has
+        written, in order) the file system is aged file by file: the files lie end to
+        end over the logical space (as written into an empty file system) and each
+        survives with probability ``fraction``, so the free space is the extents of
+        the deleted files, merged where they were neighbours. Without, the data is a
+        random set of pages."""
         if self._fs is not None:
             raise ValueError("age a storage before allocating any file")
         ftl = self.ftl
-        ftl.fill(fraction, rng, fragmented)
+        data = None
+        if file_pages is not None:
+            # File i spans model pages [bounds[i], bounds[i + 1]) (real pages / scale,
+            # so small files share model pages as the allocator's carry does).
+            real = np.concatenate(([0], np.cumsum(np.asarray(file_pages, dtype=np.int64))))
+            bounds = np.minimum(real // self.scale, ftl.logical_pages)
+            if bounds[-1] < ftl.logical_pages:
+                raise ValueError("file_pages must fill the logical space at least once")
+            kept = rng.random(len(bounds) - 1) < fraction
+            owner = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
+            layout = np.flatnonzero(kept[owner]).astype(np.int64)
+            data = layout[rng.permutation(len(layout))] if fragmented else layout
+        ftl.fill(fraction, rng, fragmented, data=data)
         fs = self._space()
         fs.used[:] = ftl.l2p >= 0
         fs.free = int(np.count_nonzero(~fs.used))
@@ -476,6 +532,17 @@ class Storage:
                 self.reads += 1
                 self.pages_read += request.pages
             request.done.succeed()
+
+
+def _long_runs(free: npt.NDArray[np.bool_], minlen: int) -> npt.NDArray[np.bool_]:
+    """The pages of ``free`` that lie in runs of at least ``minlen`` free pages."""
+    edges = np.diff(np.concatenate(([0], free.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    keep = ends - starts >= minlen
+    marks = np.zeros(len(free) + 1, dtype=np.int32)
+    np.add.at(marks, starts[keep], 1)
+    np.add.at(marks, ends[keep], -1)
+    return np.cumsum(marks[:-1]) > 0
 
 
 def write_speed(

@@ -12,7 +12,8 @@ Figures (``metrics.csv``, figure = the name):
 * ``sf-cpuset`` — the five low-end models with SurfaceFlinger on LITTLE only and with
   big cores allowed when LITTLE ones are saturated (condition ``sf_cpuset``);
 * ``write-speed`` — the ``flash-aging`` scenario (three weeks of file churn on a
-  mid-range phone) under real-time / lazy / practical WAM: the storage benchmark, run
+  mid-range eMMC phone and a high-end UFS one, condition ``storage``) under real-time /
+  lazy / practical WAM: the storage benchmark, run
   each day before the night's trim, after it and at midday (``BENCH_HOURS``) —
   ``random_mbps`` / ``sequential_mbps`` (the day's average) and ``*_spread`` (its
   fastest time of day less its slowest) — ``write_amplification``, and the time the WAM
@@ -28,6 +29,7 @@ facts are only printed, never used to produce a simulated number.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +65,9 @@ FLEET = {"full": {"phones": "30000", "days": "21", "workers": "2"},
          "quick": {"phones": "2000", "days": "21"}}  # fmt: skip
 WAM_FLEET = ("realtime", "practical")
 FLASH_MODEL = "mi-a2"  # a middle-tier phone with 64 GB of eMMC (spec 04 table, model 6)
+# The write-speed figure on each storage type the fleet has: eMMC (the sweep's phone)
+# and UFS 2.1 (a high-end phone with 128 GB).
+FLASH_MODELS = (FLASH_MODEL, "mi-8-pro")
 WAM_POLICIES = ("realtime", "lazy", "practical")
 SD_THRESHOLDS_GB = {"full": (1, 2, 3, 4, 6, 8, 10, 12), "quick": (1, 6, 12)}
 FLASH_DAYS = {"full": "21", "quick": "7"}  # spec 04's three weeks; a week in quick mode
@@ -110,25 +115,27 @@ def _run_fleet(args: tuple[str, bool]) -> RunRecord:
     return run_population("fleet", SEED, {**size, "wam": wam})
 
 
-def flash_specs(quick: bool) -> list[str]:
-    """WAM policy specs the flash-aging runs need: the three policies, then the S_d sweep
-    (practical at its default 6 GB is the sweep's 6 GB point too)."""
+def flash_specs(quick: bool) -> list[tuple[str, str]]:
+    """(model, WAM policy spec) of the flash-aging runs: the three policies on each of
+    :data:`FLASH_MODELS`, then the S_d sweep on :data:`FLASH_MODEL` (practical at its
+    default 6 GB is the sweep's 6 GB point too)."""
     sweep = SD_THRESHOLDS_GB["quick" if quick else "full"]
-    return [*WAM_POLICIES, *(f"practical:threshold_gb={gb}" for gb in sweep if gb != 6)]
+    runs = [(model, wam) for model in FLASH_MODELS for wam in WAM_POLICIES]
+    return runs + [(FLASH_MODEL, f"practical:threshold_gb={gb}") for gb in sweep if gb != 6]
 
 
-def _run_flash(args: tuple[str, bool]) -> RunRecord:
-    wam, quick = args
+def _run_flash(args: tuple[tuple[str, str], bool]) -> RunRecord:
+    (model, wam), quick = args
     days = FLASH_DAYS["quick" if quick else "full"]
     params = {"wam": wam, "days": days, "bench_hours": BENCH_HOURS}
-    return run_scenario("flash-aging", load_profile(FLASH_MODEL), SEED, params)
+    return run_scenario("flash-aging", load_profile(model), SEED, params)
 
 
 @dataclass
 class Results:
     ui: list[tuple[UiCell, RunRecord]]
     fleet: dict[str, RunRecord]
-    flash: dict[str, RunRecord] = field(default_factory=dict)  # by WAM policy spec
+    flash: dict[tuple[str, str], RunRecord] = field(default_factory=dict)  # (model, spec)
 
 
 def run_all(quick: bool, workers: int | None = None) -> Results:
@@ -248,14 +255,15 @@ def flash_rows(results: Results) -> list[MetricRow]:
     rows: list[MetricRow] = []
     speed = (("random_mbps", "MB/s"), ("sequential_mbps", "MB/s"), ("write_amplification", "x"))
     spread = (("random_mbps_spread", "MB/s"), ("sequential_mbps_spread", "MB/s"))
-    for spec, record in results.flash.items():
+    for (model, spec), record in results.flash.items():
         m = record.metrics
         if spec in WAM_POLICIES:
+            cond = {"storage": load_profile(model).storage.type, "policy": spec}
             for metric, unit in (*speed, *spread, ("discard_busy_s", "s")):
-                rows.append(MetricRow("write-speed", FLASH_MODEL, {"policy": spec}, metric,
+                rows.append(MetricRow("write-speed", model, cond, metric,
                                       _number(m.get(metric)), unit))  # fmt: skip
         threshold = _threshold_gb(spec)
-        if threshold is not None:
+        if threshold is not None and model == FLASH_MODEL:
             cond = {"threshold_gb": f"{threshold:g}"}
             trim = (("trim_busy_s", "s"), ("trimmed_gb", "GB"), ("trim_rounds", "rounds"))
             for metric, unit in (*speed, *trim):
@@ -295,9 +303,10 @@ class _Rows:
         found = self.values(figure, metric, **cond)
         return float(found.mean()) if len(found) else math.nan
 
-    def by(self, figure: str, metric: str, key: str) -> dict[str, float]:
+    def by(self, figure: str, metric: str, key: str, **cond: str) -> dict[str, float]:
         return {r.condition[key]: r.value for r in self.rows
-                if r.figure == figure and r.metric == metric and key in r.condition}  # fmt: skip
+                if r.figure == figure and r.metric == metric and key in r.condition
+                and all(r.condition.get(k) == v for k, v in cond.items())}  # fmt: skip
 
 
 def comparison_rows(rows: list[MetricRow]) -> list[ComparisonRow]:
@@ -354,17 +363,23 @@ def comparison_rows(rows: list[MetricRow]) -> list[ComparisonRow]:
 
 def _wam_rows(t: _Rows) -> list[ComparisonRow]:
     out: list[ComparisonRow] = []
-    for metric in ("random_mbps", "sequential_mbps"):
-        speeds = t.by("write-speed", metric, "policy")
+    storages = dict.fromkeys(r.condition["storage"] for r in t.rows
+                             if r.figure == "write-speed" and "storage" in r.condition)  # fmt: skip
+    for storage, metric in itertools.product(storages, ("random_mbps", "sequential_mbps")):
+        speeds = t.by("write-speed", metric, "policy", storage=storage)
         if not {"realtime", "lazy", "practical"} <= set(speeds):
             continue
         real, lazy, practical = speeds["realtime"], speeds["lazy"], speeds["practical"]
+        digits = 2 if metric == "random_mbps" else 1
         out.append(ComparisonRow.shape(
-            "write-speed", f"real-time WAM writes faster than lazy WAM ({metric})",
-            real > lazy, simulated=f"{real:.1f} vs {lazy:.1f} MB/s", source=SPEC))  # fmt: skip
+            "write-speed", f"{storage}: real-time WAM writes faster than lazy WAM ({metric})",
+            real > lazy, simulated=f"{real:.{digits}f} vs {lazy:.{digits}f} MB/s",
+            source=SPEC))  # fmt: skip
         out.append(ComparisonRow.shape(
-            "write-speed", f"practical WAM costs only a few % vs real-time ({metric}, ≥ 90%)",
-            practical >= 0.9 * real, simulated=f"{practical:.1f} vs {real:.1f} MB/s",
+            "write-speed",
+            f"{storage}: practical WAM costs only a few % vs real-time ({metric}, 90–100%)",
+            0.9 * real <= practical <= real,
+            simulated=f"{practical:.{digits}f} vs {real:.{digits}f} MB/s",
             source=SPEC))  # fmt: skip
     trim = t.by("sd-threshold", "trim_duration_s", "threshold_gb")
     trimmed = t.by("sd-threshold", "trimmed_gb", "threshold_gb")
@@ -459,26 +474,31 @@ def plot_flash(results: Results, out_dir: Path) -> None:
     """Write speed under each WAM policy (daily benchmarks) and the S_d sweep."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-    for policy in WAM_POLICIES:
-        record = results.flash.get(policy)
-        if record is None:
-            continue
-        bench = record.tables["bench"]
-        when = bench["day"] + bench["hour"] / 24.0
-        axes[0].plot(when, bench["sequential_mbps"], marker="o", ms=3, label=policy)
-        axes[1].plot(when, bench["random_mbps"], marker="o", ms=3, label=policy)
-    for ax, what in zip(axes, ("sequential", "random 4 KB"), strict=True):
-        ax.set_xlabel("day (benchmarks at 02:30, 05:00 and 12:00)")
-        ax.set_ylabel(f"{what} write (MB/s)")
-        ax.legend(fontsize=8)
-    fig.suptitle(f"daily storage benchmark on {FLASH_MODEL} under each WAM policy", fontsize=10)
+    models = [m for m in FLASH_MODELS if any((m, p) in results.flash for p in WAM_POLICIES)]
+    fig, grid = plt.subplots(max(1, len(models)), 2, figsize=(12, 3.4 * max(1, len(models))),
+                             squeeze=False)  # fmt: skip
+    for model, axes in zip(models, grid, strict=False):
+        storage = load_profile(model).storage.type
+        for policy in WAM_POLICIES:
+            record = results.flash.get((model, policy))
+            if record is None:
+                continue
+            bench = record.tables["bench"]
+            when = bench["day"] + bench["hour"] / 24.0
+            axes[0].plot(when, bench["sequential_mbps"], marker="o", ms=3, label=policy)
+            axes[1].plot(when, bench["random_mbps"], marker="o", ms=3, label=policy)
+        for ax, what in zip(axes, ("sequential", "random 4 KB"), strict=True):
+            ax.set_xlabel("day (benchmarks at 02:30, 05:00 and 12:00)")
+            ax.set_ylabel(f"{what} write (MB/s)")
+            ax.set_title(f"{model} ({storage})", fontsize=9)
+            ax.legend(fontsize=8)
+    fig.suptitle("daily storage benchmark under each WAM policy", fontsize=10)
     fig.tight_layout()
     save_figure(fig, out_dir / "write-speed")
     plt.close(fig)
     sweep = sorted(
-        ((gb, r.metrics) for spec, r in results.flash.items()
-         if (gb := _threshold_gb(spec)) is not None),
+        ((gb, r.metrics) for (model, spec), r in results.flash.items()
+         if model == FLASH_MODEL and (gb := _threshold_gb(spec)) is not None),
         key=lambda item: item[0],
     )  # fmt: skip
     if not sweep:

@@ -1,7 +1,9 @@
 """Scenario ``flash-aging``: days of file churn under a WAM policy, with a daily storage
 benchmark (spec 04's write-speed and S_d-threshold figures).
 
-A phone whose flash starts ``fill`` full (aged and fragmented, :meth:`Storage.age`) is
+A phone whose flash starts ``fill`` full — aged by a file history of the churn's own kinds
+(the files lie end to end and ``fill`` of them survive, :meth:`Storage.age`; the flash
+then rewritten twice over at random in the surviving data) — is
 used for ``days`` days: apps create and delete files (:class:`~mqoe.apps.file_churn.
 FileChurn`, ``churn_gb_per_day`` written and, in the steady state, deleted per day), the
 user unlocks the phone in sessions during waking hours and charges it on most nights
@@ -41,7 +43,14 @@ from types import MappingProxyType
 
 import pandas as pd
 
-from mqoe.apps.file_churn import APP_FILES, CACHE_FILES, MEDIA_FILES, FileChurn, FileChurnParams
+from mqoe.apps.file_churn import (
+    APP_FILES,
+    CACHE_FILES,
+    MEDIA_FILES,
+    FileChurn,
+    FileChurnParams,
+    history_pages,
+)
 from mqoe.device.cpu import ThreadState
 from mqoe.device.ftl import PAGE_BYTES
 from mqoe.device.phone import Phone
@@ -163,9 +172,12 @@ class FlashAging:
         except (ValueError, TypeError) as exc:
             raise UserError(f"flash-aging: wam={params.wam!r}: {exc}") from None
         storage = phone.storage
-        storage.age(params.fill, phone.env.rng("flash-aging:age"))
+        churn_kinds = churn_params(params.churn_gb_per_day)
+        rng = phone.env.rng("flash-aging:age")
+        history = history_pages(churn_kinds, rng, storage.ftl.logical_pages * storage.scale)
+        storage.age(params.fill, rng, file_pages=history)
         trimmer = Trimmer(storage, policy)
-        churn = FileChurn(phone, trimmer, churn_params(params.churn_gb_per_day))
+        churn = FileChurn(phone, trimmer, churn_kinds)
         _User(phone, trimmer, params)
         bench_rows: list[dict[str, float]] = []
         bench_rng = phone.env.rng("flash-aging:bench")

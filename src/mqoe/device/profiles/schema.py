@@ -435,6 +435,18 @@ class StorageSpec(_Model):
     # pages). Device firmware does not publish it; the default is a fitted choice (the
     # calibration ledger, docs/decisions/0003-flash-gc.md).
     gc_policy: Literal["greedy", "cost-benefit"] = "cost-benefit"
+    # The block queue's discard_granularity (KB); ext4's FITRIM skips free extents
+    # shorter than it. None → by type: eMMC 4096 (Linux mmc: pref_erase, 4 MiB for a
+    # card of 1 GiB or more, mmc_init_erase; discard_granularity = pref_erase << 9,
+    # mmc_queue_setup_discard), UFS 4 (assumed: an OPTIMAL UNMAP GRANULARITY of one
+    # 4 KB block; sd_config_discard takes max(physical block, unmap granularity)).
+    discard_granularity: int | None = Field(default=None, ge=1, le=1 << 20)
+
+    @property
+    def discard_granularity_kb(self) -> int:
+        if self.discard_granularity is not None:
+            return self.discard_granularity
+        return 4096 if self.type == "emmc" else 4
 
     @property
     def request_cycles(self) -> int:
