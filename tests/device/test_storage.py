@@ -330,6 +330,27 @@ def test_fitrim_discards_only_untrimmed_free_pages_of_its_range_once() -> None:
     assert seen[-1] == [*range(10, 20), *range(60, 70), *range(100, 200)]
 
 
+def test_a_group_freed_in_since_its_trim_is_trimmed_whole_again() -> None:
+    """ext4_trim_all_free discards every free extent of a group whose WAS_TRIMMED flag a
+    free has cleared — the ones trimmed before too; a group without one is skipped."""
+    phone = fine_grained_phone()
+    storage = phone.storage
+    lpns = storage.preload(30 * storage.scale)
+    storage.release(lpns[0:5], discard=False)
+    first = storage.fitrim(0, 30)
+    assert first is not None and storage.fitrim(0, 30) is None
+    storage.release(lpns[20:22], discard=False)
+    phone.run(seconds(1))
+    discarded = storage.pages_discarded
+    again = storage.fitrim(0, 30)
+    assert again is not None
+    phone.run(seconds(1))
+    assert again.value == 7  # pages 0–4 again, and 20–21
+    assert storage.pages_discarded - discarded == 7 * storage.scale
+    storage.forget_trims()  # a reboot: every group counts as untrimmed
+    assert storage.fitrim(0, 30) is not None
+
+
 def test_fitrim_skips_free_extents_shorter_than_the_discard_granularity() -> None:
     """eMMC: discard_granularity = pref_erase, 4 MiB on a card of 1 GiB or more, and
     ext4 raises FITRIM's minlen to it; a real-time discard knows no minimum."""

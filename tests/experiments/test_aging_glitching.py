@@ -17,6 +17,7 @@ from mqoe.experiments.aging_glitching import (
     Results,
     UiCell,
     _run_ui,
+    sd_knee,
     ui_cells,
 )
 from mqoe.results.comparison import read_comparison_csv
@@ -88,3 +89,15 @@ def test_the_full_grid_covers_15_models_10_apps_and_the_low_end_cpuset() -> None
     assert len({c.model for c in srff}) == 15 and len({c.app for c in srff}) == 10
     assert {c.model for c in cells if c.figure == "sf-cpuset"} == set(LOW_END)
     assert "aging-glitching" in EXPERIMENTS
+
+
+def test_the_s_d_knee_is_the_corner_of_the_trade_off_or_none() -> None:
+    gbs = ["1", "2", "4", "8"]
+    # Trim time falls steeply up to 2 GB, then barely; WA rises evenly: the corner is 2.
+    trim = dict(zip(gbs, [400.0, 150.0, 120.0, 100.0], strict=True))
+    wa = dict(zip(gbs, [1.30, 1.32, 1.34, 1.36], strict=True))
+    assert sd_knee(trim, wa) == 2.0
+    line = dict(zip(gbs, [400.0, 300.0, 200.0, 100.0], strict=True))
+    assert sd_knee(line, wa) is None  # a straight trade-off has no knee
+    assert sd_knee(dict(list(trim.items())[:2]), wa) is None  # too few points
+    assert sd_knee(trim, dict.fromkeys(gbs, 1.3)) is None  # a flat axis

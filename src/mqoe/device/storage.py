@@ -138,7 +138,11 @@ class _FileSpace:
     flash) until the allocator comes round to it again."""
 
     used: npt.NDArray[np.bool_]
-    untrimmed: npt.NDArray[np.bool_]
+    untrimmed: npt.NDArray[np.bool_]  # free, and never discarded since it was freed
+    # A page freed since the last FITRIM over it (ext4 clears a group's WAS_TRIMMED flag
+    # on any free). False at first: the phone has trimmed since it booted (the flags
+    # live in memory; a first fstrim after boot would trim every group).
+    freed_since_trim: npt.NDArray[np.bool_]
     free: int  # free model pages
     cursor: int = 0
     carry_pages: int = 0  # real pages allocated but not yet worth a model page
@@ -361,32 +365,43 @@ class Storage:
             raise ValueError("releasing logical pages that are not allocated")
         fs.used[array] = False
         fs.free += len(array)
+        fs.freed_since_trim[array] = True
         if discard:
             return self.discard(array, pages)
         fs.untrimmed[array] = True
         return None
 
     def fitrim(self, start_lpn: int, length: int, all_free: bool = False) -> Event | None:
-        """FITRIM on ``[start_lpn, start_lpn + length)``: discard the free pages there
-        that were freed since their last trim (every free page with ``all_free``, as an
-        fstrim that remembers nothing). None when there is nothing to discard.
+        """FITRIM on ``[start_lpn, start_lpn + length)``, one ext4 block group: if a page
+        there was freed since the range's last FITRIM (or ``all_free``), discard every
+        free extent in it of at least the queue's discard granularity — the ones trimmed
+        before too, as ext4_trim_all_free does — else nothing (the group's WAS_TRIMMED
+        flag). None when there is nothing to discard.
 
-        Only free extents of at least the device's discard granularity are trimmed
-        (``StorageSpec.discard_granularity_kb``): ext4 raises FITRIM's ``minlen`` to it
-        ("no point to try to trim less than discard granularity", ext4_trim_fs), and
-        Android's fstrim passes ``minlen = 0``. A shorter free extent stays untrimmed
-        until frees around it make it long enough; real-time discards know no minimum."""
+        The minimum: ext4 raises FITRIM's ``minlen`` to the queue's discard granularity
+        (``StorageSpec.discard_granularity_kb``; "no point to try to trim less than
+        discard granularity"), and Android's fstrim passes ``minlen = 0``. A shorter free
+        extent stays valid to the flash until frees around it make it long enough and
+        the group is trimmed again; real-time discards know no minimum."""
         fs = self._space()
         span = slice(start_lpn, start_lpn + length)
-        candidates = ~fs.used[span] if all_free else fs.untrimmed[span]
+        if not (all_free or fs.freed_since_trim[span].any()):
+            return None
+        fs.freed_since_trim[span] = False
+        candidates = ~fs.used[span]
         minlen = math.ceil(self.spec.discard_granularity_kb * 1024 / PAGE_BYTES / self.scale)
         if minlen > 1:
-            candidates = candidates & _long_runs(~fs.used[span], minlen)
+            candidates = _long_runs(candidates, minlen)
         lpns = np.flatnonzero(candidates).astype(np.int64) + start_lpn
         if not len(lpns):
             return None
         fs.untrimmed[lpns] = False
         return self.discard(lpns)
+
+    def forget_trims(self) -> None:
+        """A reboot: ext4 keeps WAS_TRIMMED in memory only, so the next FITRIM trims
+        every block group's free extents again."""
+        self._space().freed_since_trim[:] = True
 
     @property
     def untrimmed_pages(self) -> int:
@@ -467,7 +482,10 @@ class Storage:
         if self._fs is None:
             logical = self.ftl.logical_pages
             self._fs = _FileSpace(
-                np.zeros(logical, dtype=np.bool_), np.zeros(logical, dtype=np.bool_), logical
+                np.zeros(logical, dtype=np.bool_),
+                np.zeros(logical, dtype=np.bool_),
+                np.zeros(logical, dtype=np.bool_),
+                logical,
             )
         return self._fs
 

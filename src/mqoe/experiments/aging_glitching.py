@@ -74,6 +74,8 @@ FLASH_DAYS = {"full": "21", "quick": "7"}  # spec 04's three weeks; a week in qu
 # The daily storage benchmark before the night's trim (03:00), after it, and at midday:
 # its figures are the day's average (and spread) over the three.
 BENCH_HOURS = "2.5,5,12"
+# A knee must lie this far off the chord of the scaled trade-off curve (else: a line).
+KNEE_MIN_DISTANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -395,7 +397,34 @@ def _wam_rows(t: _Rows) -> list[ComparisonRow]:
         out.append(ComparisonRow.shape(
             "sd-threshold", "… and costs write speed (more write amplification)",
             wa[hi] > wa[lo], simulated=f"WA {wa[lo]:.2f} → {wa[hi]:.2f}", source=SPEC))  # fmt: skip
+    knee = sd_knee(trim, wa)
+    if knee is not None:
+        out.append(ComparisonRow.numeric(
+            "sd-threshold", "the trade-off's knee, S_d (GB; the study chose 6)", 6.0, knee,
+            tolerance="", met=None, source=SPEC))  # fmt: skip
     return out
+
+
+def sd_knee(trim_s: dict[str, float], wa: dict[str, float]) -> float | None:
+    """The S_d threshold at the knee of the sweep's trade-off: on the curve of total
+    trim time against write amplification (each scaled to [0, 1] over the sweep), the
+    point farthest from the chord between the smallest and the largest threshold — past
+    it a larger threshold saves little trim time for the write amplification it costs
+    (Satopää et al., "Finding a 'Kneedle' in a Haystack", ICDCS workshops 2011). None
+    with fewer than three points, a flat axis, or no point off the chord by more than
+    :data:`KNEE_MIN_DISTANCE`."""
+    keys = sorted(set(trim_s) & set(wa), key=float)
+    if len(keys) < 3:
+        return None
+    x = np.array([wa[k] for k in keys], dtype=float)
+    y = np.array([trim_s[k] for k in keys], dtype=float)
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))) or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    x, y = (x - x.min()) / np.ptp(x), (y - y.min()) / np.ptp(y)
+    (x0, y0), (x1, y1) = (x[0], y[0]), (x[-1], y[-1])
+    distance = np.abs((x1 - x0) * (y0 - y) - (x0 - x) * (y1 - y0)) / np.hypot(x1 - x0, y1 - y0)
+    best = int(np.argmax(distance))
+    return float(keys[best]) if distance[best] > KNEE_MIN_DISTANCE else None
 
 
 def comparison_markdown(rows: list[MetricRow], quick: bool) -> str:
@@ -505,19 +534,28 @@ def plot_flash(results: Results, out_dir: Path) -> None:
         return
     gbs = [gb for gb, _ in sweep]
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-    axes[0].plot(gbs, [_number(m["sequential_mbps"]) for _, m in sweep], marker="o",
-                 label="sequential")  # fmt: skip
-    axes[0].plot(gbs, [_number(m["random_mbps"]) for _, m in sweep], marker="o", label="random")
-    axes[0].set_ylabel("write speed (MB/s)")
-    axes[0].legend(fontsize=8)
+    axes[0].plot(gbs, [_number(m["write_amplification"]) for _, m in sweep], marker="o",
+                 color="C1")  # fmt: skip
+    axes[0].set_ylabel("write amplification", color="C1")
+    speed = axes[0].twinx()
+    speed.plot(gbs, [_number(m["sequential_mbps"]) for _, m in sweep], marker="s", ls="--",
+               color="grey")  # fmt: skip
+    speed.set_ylabel("sequential write (MB/s)", color="grey")
     axes[1].plot(gbs, [_number(m["trim_busy_s"]) for _, m in sweep], marker="o", color="C3")
     axes[1].set_ylabel("total batched-trim time (s)", color="C3")
     volume = axes[1].twinx()
     volume.plot(gbs, [_number(m.get("trimmed_gb")) for _, m in sweep], marker="s", ls="--",
                 color="grey")  # fmt: skip
     volume.set_ylabel("GB trimmed in the run", color="grey")
+    knee = sd_knee({f"{gb:g}": _number(m["trim_busy_s"]) for gb, m in sweep},
+                   {f"{gb:g}": _number(m["write_amplification"]) for gb, m in sweep})  # fmt: skip
     for ax in axes:
         ax.set_xlabel("S_d threshold (GB)")
+        if knee is not None:
+            ax.axvline(knee, color="k", ls=":", lw=1)
+    if knee is not None:
+        axes[1].annotate(f"knee {knee:g} GB", (knee, 0.95), xycoords=("data", "axes fraction"),
+                         fontsize=8, ha="left")  # fmt: skip
     fig.tight_layout()
     save_figure(fig, out_dir / "sd-threshold")
     plt.close(fig)
