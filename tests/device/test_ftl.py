@@ -292,3 +292,19 @@ def test_a_discard_of_a_whole_block_makes_its_gc_free(gc_policy: GcPolicy) -> No
         ftl.check()
     assert copies[0] > 0  # without the discard GC moves a still-valid page
     assert copies[1] == 0  # with it, the empty block is erased without a copy
+
+
+@pytest.mark.parametrize("gc_policy", GC_POLICIES)
+def test_a_partial_block_discard_spares_exactly_the_discarded_pages(gc_policy: GcPolicy) -> None:
+    """eMMC DISCARD and UFS UNMAP name 512-byte / 4 KB sectors, not erase blocks (Linux
+    rounds only ERASE to erase groups; docs/sources/discard-paths.md), and a page-mapped
+    FTL unmaps each named page: GC then copies the block's other pages and no more."""
+    ftl = tiny(gc_policy)
+    ftl.write(range(16))  # blocks 0–3 in order: block 0 holds pages 0–3
+    assert ftl.discard([1, 2]) == 2
+    assert ftl.valid[0] == 2 and ftl.l2p[[0, 3]].tolist() == [0, 3]
+    assert ftl.victims(1).tolist() == [0] and ftl.victim_cost(1) == (2, 1)
+    ftl._collect()  # one GC pass (as when a write finds free blocks at the mark)
+    assert ftl.erase_counts[0] == 1 and ftl.gc_copies == 2  # the two others, no more
+    assert ftl.p2l[ftl.l2p[[0, 3]]].tolist() == [0, 3] and ftl.l2p[[1, 2]].tolist() == [-1, -1]
+    ftl.check()
