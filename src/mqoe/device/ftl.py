@@ -293,7 +293,8 @@ class Ftl:
     # -- internals ----------------------------------------------------------------------
     def _lpns(self, lpns: npt.ArrayLike) -> LpnArray:
         pages = np.asarray(lpns, dtype=np.int64).reshape(-1)
-        if len(pages) and (pages.min() < 0 or pages.max() >= self.logical_pages):
+        # One pass: a negative page, read as unsigned, is beyond any bound too.
+        if len(pages) and pages.view(np.uint64).max() >= self.logical_pages:
             raise ValueError(f"logical pages must be in [0, {self.logical_pages})")
         return pages
 

@@ -253,8 +253,9 @@ class Storage:
     def write(
         self, thread: Thread, pages: int, lpns: npt.ArrayLike | None = None
     ) -> Generator[Event, object, None]:
-        """A synchronous (O_DIRECT-like) write by ``thread``, in requests of at most
-        :data:`MAX_REQUEST_PAGES`; the thread is in D state until the last completes."""
+        """A synchronous write by ``thread``, in requests of at most
+        :data:`MAX_REQUEST_PAGES` queued together; the thread is in D state until the
+        last completes."""
         if pages <= 0:
             return
         self.cpu.set_io_wait(thread, True)
@@ -497,11 +498,25 @@ class Storage:
     def _write_requests(
         self, pages: int, lpns: npt.ArrayLike | None
     ) -> Generator[Event, object, None]:
+        """The file's dirty pages go out together, as writeback submits them all before
+        it waits (filemap_write_and_wait_range): requests of at most
+        :data:`MAX_REQUEST_PAGES`, the model pages spread over them as evenly as
+        ``np.array_split`` would; done when the last completes (FIFO: all have)."""
         n = max(1, math.ceil(pages / MAX_REQUEST_PAGES))
-        parts = None if lpns is None else np.array_split(np.asarray(lpns, dtype=np.int64), n)
+        array = None if lpns is None else np.asarray(lpns, dtype=np.int64)
+        per, extra = divmod(0 if array is None else len(array), n)
+        last: Event | None = None
+        start = 0
         for i in range(n):
             size = min(MAX_REQUEST_PAGES, pages - i * MAX_REQUEST_PAGES)
-            yield self.submit(size, write=True, lpns=None if parts is None else parts[i])
+            if array is None:
+                last = self.submit(size, write=True)
+            else:
+                end = start + per + (i < extra)
+                last = self.submit(size, write=True, lpns=array[start:end])
+                start = end
+        assert last is not None
+        yield last
 
     def _device_ns(self, request: IoRequest) -> int:
         lpns = request.lpns
