@@ -90,9 +90,13 @@ def test_a_full_file_system_fails_creations_instead_of_crashing() -> None:
 def test_a_file_history_follows_the_kinds_rates_and_sizes() -> None:
     params = FileChurnParams()
     total = 1 << 22  # 16 GiB of 4 KB pages
-    sizes = history_pages(params, np.random.default_rng(5), total)
-    assert sizes.sum() >= total and sizes.min() >= 1
-    assert np.array_equal(sizes, history_pages(params, np.random.default_rng(5), total))
+    sizes, kinds = history_pages(params, np.random.default_rng(5), total)
+    assert sizes.sum() >= total and sizes.min() >= 1 and len(kinds) == len(sizes)
+    again = history_pages(params, np.random.default_rng(5), total)
+    assert np.array_equal(sizes, again[0]) and np.array_equal(kinds, again[1])
+    rates = {k.name: k.creates_per_hour for k in params.kinds}
+    share = np.mean(kinds == "cache")
+    assert share == pytest.approx(rates["cache"] / sum(rates.values()), abs=0.02)
     # The mean size is the rate-weighted mean of the kinds' means (log-normal, exact mean).
     rates = np.array([k.creates_per_hour for k in params.kinds])
     means = np.array([k.mean_size_kb * 1024 / PAGE_BYTES for k in params.kinds])

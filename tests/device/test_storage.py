@@ -398,6 +398,18 @@ def test_a_file_takes_the_first_free_extent_that_holds_it_whole() -> None:
     assert storage.allocate(2 * storage.scale).tolist() == [2, 3]
 
 
+def test_files_of_one_goal_are_allocated_forward_from_their_own_cursor() -> None:
+    storage = fast_phone().storage
+    scale = storage.scale
+    cache = storage.allocate(2 * scale, goal="cache")
+    media = storage.allocate(3 * scale, goal="media")  # a new goal starts at the shared cursor
+    assert cache.tolist() == [0, 1] and media.tolist() == [2, 3, 4]
+    storage._space().cursors["media"] = 100  # as if media's directory lived further on
+    assert storage.allocate(scale, goal="media").tolist() == [100]
+    assert storage.allocate(scale, goal="cache").tolist() == [5]  # on from its own last file
+    assert storage.allocate(scale).tolist() == [6]  # the shared cursor has not moved from 0
+
+
 def test_aging_by_files_leaves_the_deleted_files_extents_free() -> None:
     storage = fast_phone().storage
     logical = storage.ftl.logical_pages
@@ -411,6 +423,23 @@ def test_aging_by_files_leaves_the_deleted_files_extents_free() -> None:
     storage.ftl.check()
     with pytest.raises(ValueError, match="fill the logical space"):
         fast_phone().storage.age(0.6, np.random.default_rng(3), file_pages=[8])
+
+
+def test_aging_with_goals_puts_each_goals_files_together_and_its_cursor_there() -> None:
+    storage = fast_phone().storage
+    logical = storage.ftl.logical_pages
+    n = -(-logical // 8)  # files of 8 model pages that fill the space, goals alternating
+    sizes = np.full(n, 8 * storage.scale)
+    goals = np.where(np.arange(n) % 2 == 0, "media", "cache")
+    storage.age(1.0, np.random.default_rng(3), file_pages=sizes, file_goals=goals)
+    space = storage._space()
+    # media's files first (its first file was first), then cache's, each goal's cursor
+    # where its files begin.
+    assert space.cursors == {"media": 0, "cache": 8 * (-(-n // 2))}
+    assert space.used.all()
+    with pytest.raises(ValueError, match="a goal for every file"):
+        fast_phone().storage.age(0.6, np.random.default_rng(3), file_pages=sizes,
+                                 file_goals=goals[:3])  # fmt: skip
 
 
 def test_write_speed_on_a_fresh_device_is_the_profiles_sequential_rate() -> None:

@@ -16,6 +16,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from mqoe.device.cpu import Fair, Thread
 from mqoe.device.ftl import PAGE_BYTES, LpnArray
@@ -61,25 +62,30 @@ class FileChurnParams:
     nice: int = 10  # assumed: background work (installs, cache writes) at background priority
 
 
-def history_pages(params: FileChurnParams, rng: np.random.Generator, total_pages: int) -> LpnArray:
-    """Sizes (4 KB pages) of files as ``params``' kinds create them — each file of a
-    kind in proportion to its creation rate, log-normal in size — until they add up to
-    ``total_pages``: a phone's file history, to age its file system by
-    (:meth:`mqoe.device.storage.Storage.age`)."""
+def history_pages(
+    params: FileChurnParams, rng: np.random.Generator, total_pages: int
+) -> tuple[LpnArray, npt.NDArray[np.str_]]:
+    """A phone's file history, to age its file system by
+    (:meth:`mqoe.device.storage.Storage.age`): sizes (4 KB pages) and kinds of files as
+    ``params``' kinds create them — each file of a kind in proportion to its creation
+    rate, log-normal in size — until they add up to ``total_pages``."""
     kinds = [k for k in params.kinds if k.creates_per_hour > 0]
     if not kinds:
         raise ValueError("no file kind creates files")
     rates = np.array([k.creates_per_hour for k in kinds])
     mus = np.array([math.log(k.mean_size_kb * _KB) - k.size_sigma**2 / 2 for k in kinds])
     sigmas = np.array([k.size_sigma for k in kinds])
-    parts: list[LpnArray] = []
+    sizes: list[LpnArray] = []
+    which: list[npt.NDArray[np.int64]] = []
     total = 0
     while total < total_pages:
-        which = rng.choice(len(kinds), size=4096, p=rates / rates.sum())
-        pages = np.ceil(rng.lognormal(mus[which], sigmas[which]) / PAGE_BYTES).astype(np.int64)
-        parts.append(pages)
+        pick = rng.choice(len(kinds), size=4096, p=rates / rates.sum())
+        pages = np.ceil(rng.lognormal(mus[pick], sigmas[pick]) / PAGE_BYTES).astype(np.int64)
+        sizes.append(pages)
+        which.append(pick)
         total += int(pages.sum())
-    return np.concatenate(parts)
+    names = np.array([k.name for k in kinds])
+    return np.concatenate(sizes), names[np.concatenate(which)]
 
 
 @dataclass(eq=False, slots=True)
@@ -157,7 +163,7 @@ class FileChurn:
             lifetime_ns = max(1, round(rng.exponential(kind.mean_lifetime_h * _HOUR_NS)))
             pages = _pages(size_bytes)
             try:
-                lpns = storage.allocate(pages)
+                lpns = storage.allocate(pages, goal=kind.name)
             except StorageFull:
                 self.failed_creates += 1
                 continue

@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -146,13 +146,23 @@ class _FileSpace:
     free: int  # free model pages
     cursor: int = 0
     carry_pages: int = 0  # real pages allocated but not yet worth a model page
+    # Each goal's own cursor (a directory's block groups), else ``cursor``.
+    cursors: dict[str, int] = field(default_factory=dict)
 
-    def take(self, n: int) -> LpnArray:
-        """``n`` free pages for a new file: the first free extent of at least ``n``
-        pages in the window from the cursor on, else the next ``n`` free pages (the
-        caller checked ``free``)."""
+    def take(self, n: int, goal: str | None = None) -> LpnArray:
+        """As :meth:`take_from` the cursor of ``goal`` (the shared one if None)."""
+        if goal is None:
+            lpns, self.cursor = self.take_from(self.cursor, n)
+        else:
+            lpns, self.cursors[goal] = self.take_from(self.cursors.get(goal, self.cursor), n)
+        return lpns
+
+    def take_from(self, cursor: int, n: int) -> tuple[LpnArray, int]:
+        """``n`` free pages for a new file, and the cursor after them: the first free
+        extent of at least ``n`` pages in the window from ``cursor`` on, else the next
+        ``n`` free pages (the caller checked ``free``)."""
         used, size = self.used, len(self.used)
-        pos = self.cursor
+        pos = cursor
         end = min(size, pos + max(_ALLOC_WINDOW, 4 * n))
         if n > 1:
             free = ~used[pos:end]
@@ -163,9 +173,8 @@ class _FileSpace:
                 first = pos + int(starts[fits[0]])
                 found = np.arange(first, first + n, dtype=np.int64)
                 used[found] = True
-                self.cursor = (first + n) % size
                 self.free -= n
-                return found
+                return found, (first + n) % size
         parts: list[LpnArray] = []
         need = n
         while need > 0:
@@ -175,9 +184,8 @@ class _FileSpace:
             parts.append(found)
             need -= len(found)
             pos = (int(found[-1]) + 1 if need == 0 else end) % size if size else 0
-        self.cursor = pos
         self.free -= n
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), pos
 
     def next_free(self) -> LpnArray:
         """Every free page in the order the allocator would hand them out."""
@@ -341,16 +349,20 @@ class Storage:
             self._ftl = Ftl(self._ftl_pages, gc_policy=self.spec.gc_policy)
         return self._ftl
 
-    def allocate(self, pages: int) -> LpnArray:
+    def allocate(self, pages: int, goal: str | None = None) -> LpnArray:
         """The file system allocates a file of ``pages`` real pages: its model logical
-        pages (``pages / scale``, remainder carried). Raises :class:`StorageFull`."""
+        pages (``pages / scale``, remainder carried). ``goal`` names where the file's
+        directory lives: files of one goal are allocated forward from their own cursor,
+        as ext4 places a file in its directory's block group (the Orlov allocator spreads
+        top-level directories; mballoc's goal is the inode's group). Raises
+        :class:`StorageFull`."""
         fs = self._space()
         total = fs.carry_pages + max(0, pages)
         n = total // self.scale
         if n > fs.free:
             raise StorageFull(f"no room for {pages} pages ({fs.free * self.scale} free)")
         fs.carry_pages = total - n * self.scale
-        lpns = fs.take(n)
+        lpns = fs.take(n, goal)
         fs.untrimmed[lpns] = False
         return lpns
 
@@ -426,6 +438,7 @@ class Storage:
         rng: np.random.Generator,
         fragmented: bool = True,
         file_pages: npt.ArrayLike | None = None,
+        file_goals: npt.ArrayLike | None = None,
     ) -> None:
         """Age a fresh device (:meth:`Ftl.fill`); the aged data is the file system's.
 
@@ -433,8 +446,10 @@ class Storage:
         written, in order) the file system is aged file by file: the files lie end to
         end over the logical space (as written into an empty file system) and each
         survives with probability ``fraction``, so the free space is the extents of
-        the deleted files, merged where they were neighbours. Without, the data is a
-        random set of pages."""
+        the deleted files, merged where they were neighbours. ``file_goals`` (one per
+        file, see :meth:`allocate`) puts each goal's files together, in the order of
+        the goals' first files, and starts each goal's cursor where its files begin.
+        Without ``file_pages``, the data is a random set of pages."""
         if self._fs is not None:
             raise ValueError("age a storage before allocating any file")
         ftl = self.ftl
@@ -442,10 +457,28 @@ class Storage:
         if file_pages is not None:
             # File i spans model pages [bounds[i], bounds[i + 1]) (real pages / scale,
             # so small files share model pages as the allocator's carry does).
-            real = np.concatenate(([0], np.cumsum(np.asarray(file_pages, dtype=np.int64))))
-            bounds = np.minimum(real // self.scale, ftl.logical_pages)
-            if bounds[-1] < ftl.logical_pages:
+            sizes = np.asarray(file_pages, dtype=np.int64)
+            real = np.concatenate(([0], np.cumsum(sizes)))
+            if real[-1] // self.scale < ftl.logical_pages:
                 raise ValueError("file_pages must fill the logical space at least once")
+            fits = int(np.searchsorted(real // self.scale, ftl.logical_pages)) + 1
+            sizes = sizes[:fits]  # the files written until the space was full
+            starts: dict[str, int] = {}
+            if file_goals is not None:
+                goals = np.asarray(file_goals).reshape(-1)[:fits]
+                if len(goals) != len(sizes):
+                    raise ValueError("file_goals must name a goal for every file")
+                names, first = np.unique(goals, return_index=True)
+                rank = np.empty(len(names), dtype=np.int64)
+                rank[np.argsort(first)] = np.arange(len(names))
+                order = np.argsort(rank[np.searchsorted(names, goals)], kind="stable")
+                sizes, goals = sizes[order], goals[order]
+                real = np.concatenate(([0], np.cumsum(sizes)))
+                at = np.concatenate(([True], goals[1:] != goals[:-1]))
+                starts = {str(g): int(real[i] // self.scale) for i, g in zip(
+                    np.flatnonzero(at), goals[at], strict=True)}  # fmt: skip
+            real = np.concatenate(([0], np.cumsum(sizes)))
+            bounds = np.minimum(real // self.scale, ftl.logical_pages)
             kept = rng.random(len(bounds) - 1) < fraction
             owner = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
             layout = np.flatnonzero(kept[owner]).astype(np.int64)
@@ -455,6 +488,8 @@ class Storage:
         fs.used[:] = ftl.l2p >= 0
         fs.free = int(np.count_nonzero(~fs.used))
         fs.cursor = 0
+        if file_pages is not None:
+            fs.cursors = {g: start % ftl.logical_pages for g, start in starts.items()}
 
     def write_speed(
         self,

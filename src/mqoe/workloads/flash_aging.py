@@ -174,8 +174,9 @@ class FlashAging:
         storage = phone.storage
         churn_kinds = churn_params(params.churn_gb_per_day)
         rng = phone.env.rng("flash-aging:age")
-        history = history_pages(churn_kinds, rng, storage.ftl.logical_pages * storage.scale)
-        storage.age(params.fill, rng, file_pages=history)
+        total = storage.ftl.logical_pages * storage.scale
+        history, kinds = history_pages(churn_kinds, rng, total)
+        storage.age(params.fill, rng, file_pages=history, file_goals=kinds)
         trimmer = Trimmer(storage, policy)
         churn = FileChurn(phone, trimmer, churn_kinds)
         _User(phone, trimmer, params)
