@@ -75,8 +75,9 @@ class WamPolicy(Protocol):
         ...
 
     def trims_all_free(self) -> bool:
-        """Does a round discard every free page (an fstrim that remembers nothing), or
-        only those freed since their last trim?"""
+        """Does a round trim every block group (an fstrim right after boot), or only the
+        groups freed in since their last trim (ext4's WAS_TRIMMED; see
+        :meth:`mqoe.device.storage.Storage.fitrim`)?"""
         ...
 
 
