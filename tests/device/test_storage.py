@@ -517,29 +517,43 @@ def test_a_small_benchmark_on_a_scaled_model_does_not_depend_on_the_gc_phase() -
     assert max(speeds) < 0.5 * fresh
 
 
-@given(st.lists(st.tuples(st.booleans(), st.integers(1, 40)), max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["allocate", "release", "fitrim"]),
+            st.integers(1, 40),
+            st.sampled_from([None, "cache", "media"]),
+        ),
+        max_size=40,
+    )
+)
 @settings(max_examples=50, deadline=None)
-def test_next_fit_allocation_never_hands_out_a_page_twice(ops: list[tuple[bool, int]]) -> None:
+def test_allocation_never_hands_out_a_page_twice(ops: list[tuple[str, int, str | None]]) -> None:
     storage = Storage(
         fast_phone().env, fast_phone().cpu, make_profile([(1, 1000.0, 1.0)]).storage,
         ftl=Ftl(capacity_pages=1 << 10, pages_per_block=16),
     )  # fmt: skip
     files: list[np.ndarray] = []
     live: set[int] = set()
-    for allocate, size in ops:
-        if allocate:
+    for op, size, goal in ops:
+        if op == "allocate":
             if size * storage.scale > storage.free_pages:
                 with pytest.raises(StorageFull):
-                    storage.allocate(size * storage.scale)
+                    storage.allocate(size * storage.scale, goal)
                 continue
-            lpns = storage.allocate(size * storage.scale)
+            lpns = storage.allocate(size * storage.scale, goal)
             got = set(lpns.tolist())
             assert len(got) == size and not got & live
             live |= got
             files.append(lpns)
-        elif files:
+        elif op == "release" and files:
             lpns = files.pop(0)
             storage.release(lpns, discard=False)
             live -= set(lpns.tolist())
+        elif op == "fitrim":
+            storage.fitrim(size * 8, 64)
+        space = storage._space()
+        untrimmed = set(np.flatnonzero(space.untrimmed).tolist())
+        assert not untrimmed & live  # only free pages wait for a trim
         total = storage.ftl.logical_pages
         assert storage.free_pages == (total - len(live)) * storage.scale
