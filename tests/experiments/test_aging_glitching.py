@@ -67,6 +67,9 @@ def test_every_figure_lands_in_metrics_csv_with_its_condition_keys(tmp_path: Pat
     assert {"trim_duration_s", "sequential_mbps"} <= set(sweep["metric"])
     checks = read_comparison_csv(tmp_path / "comparison.csv")
     assert {c.section for c in checks} >= {"write-speed", "sd-threshold", "anr-snr"}
+    copies = [c for c in checks if "GC copies least" in c.what]
+    assert {c.what.split(":")[0] for c in copies} == {"emmc", "ufs"}
+    assert all(c.simulated.count(" / ") == 2 for c in copies)
     assert (tmp_path / "write-speed.png").exists() and (tmp_path / "sd-threshold.svg").exists()
     anr = metrics[metrics["figure"] == "anr-snr"]
     assert set(anr["condition"]) == {"policy=realtime", "policy=practical"}

@@ -367,6 +367,15 @@ def _wam_rows(t: _Rows) -> list[ComparisonRow]:
     out: list[ComparisonRow] = []
     storages = dict.fromkeys(r.condition["storage"] for r in t.rows
                              if r.figure == "write-speed" and "storage" in r.condition)  # fmt: skip
+    for storage in storages:
+        wa = t.by("write-speed", "write_amplification", "policy", storage=storage)
+        if {"realtime", "lazy", "practical"} <= set(wa):
+            out.append(ComparisonRow.shape(
+                "write-speed",
+                f"{storage}: real-time WAM's GC copies least (lowest long-run write amplification)",
+                wa["realtime"] < min(wa["lazy"], wa["practical"]),
+                simulated=" / ".join(f"{wa[p]:.3f}" for p in ("realtime", "lazy", "practical")),
+                source=SPEC))  # fmt: skip
     for storage, metric in itertools.product(storages, ("random_mbps", "sequential_mbps")):
         speeds = t.by("write-speed", metric, "policy", storage=storage)
         if not {"realtime", "lazy", "practical"} <= set(speeds):
