@@ -165,9 +165,7 @@ class _FileSpace:
         pos = cursor
         end = min(size, pos + max(_ALLOC_WINDOW, 4 * n))
         if n > 1:
-            free = ~used[pos:end]
-            edges = np.diff(np.concatenate(([False], free, [False])).astype(np.int8))
-            starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+            starts, ends = _runs(~used[pos:end])
             fits = np.flatnonzero(ends - starts >= n)
             if len(fits):
                 first = pos + int(starts[fits[0]])
@@ -473,12 +471,11 @@ class Storage:
                 rank[np.argsort(first)] = np.arange(len(names))
                 order = np.argsort(rank[np.searchsorted(names, goals)], kind="stable")
                 sizes, goals = sizes[order], goals[order]
-                real = np.concatenate(([0], np.cumsum(sizes)))
-                at = np.concatenate(([True], goals[1:] != goals[:-1]))
-                starts = {str(g): int(real[i] // self.scale) for i, g in zip(
-                    np.flatnonzero(at), goals[at], strict=True)}  # fmt: skip
-            real = np.concatenate(([0], np.cumsum(sizes)))
-            bounds = np.minimum(real // self.scale, ftl.logical_pages)
+            first_page = np.concatenate(([0], np.cumsum(sizes))) // self.scale
+            bounds = np.minimum(first_page, ftl.logical_pages)
+            if file_goals is not None:
+                at = np.flatnonzero(np.concatenate(([True], goals[1:] != goals[:-1])))
+                starts = {str(goals[i]): int(first_page[i]) for i in at}
             kept = rng.random(len(bounds) - 1) < fraction
             owner = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
             layout = np.flatnonzero(kept[owner]).astype(np.int64)
@@ -602,10 +599,15 @@ class Storage:
             request.done.succeed()
 
 
+def _runs(free: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The runs of True in ``free``: their starts and their ends (exclusive)."""
+    edges = np.diff(np.concatenate(([0], free.astype(np.int8), [0])))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+
+
 def _long_runs(free: npt.NDArray[np.bool_], minlen: int) -> npt.NDArray[np.bool_]:
     """The pages of ``free`` that lie in runs of at least ``minlen`` free pages."""
-    edges = np.diff(np.concatenate(([0], free.astype(np.int8), [0])))
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    starts, ends = _runs(free)
     keep = ends - starts >= minlen
     marks = np.zeros(len(free) + 1, dtype=np.int32)
     np.add.at(marks, starts[keep], 1)
