@@ -140,6 +140,47 @@ def test_over_many_writes_a_scaled_model_charges_the_gc_it_did() -> None:
     assert charged_us == pytest.approx(done_us, rel=0.1)
 
 
+def test_writes_into_blocks_that_discards_emptied_pay_only_for_gc_that_was_done() -> None:
+    phone = fast_phone()
+    storage = phone.storage
+    storage.age(0.85, np.random.default_rng(1))
+    ftl, timing, spec = storage.ftl, FLASH_TIMING["emmc"], phone.profile.storage
+    ppb, rng = ftl.pages_per_block, np.random.default_rng(2)
+    idle_erases = [0]
+    erase_invalid = ftl.erase_invalid_blocks
+
+    def counted() -> int:  # the idle erases are free: no write waits for them
+        n = erase_invalid()
+        idle_erases[0] += n
+        return n
+
+    ftl.erase_invalid_blocks = counted  # type: ignore[method-assign]
+    writer = phone.cpu.thread("writer")
+    requests: list[int] = []
+
+    def proc() -> Generator[Event, object, None]:
+        for _ in range(40):
+            # A file that fills two blocks dies and is discarded (its blocks come back
+            # erased, no GC); then as much is rewritten, and some pages at random.
+            full = np.flatnonzero(ftl.valid == ppb)[:2]
+            dead = np.concatenate([ftl.p2l[b * ppb : (b + 1) * ppb] for b in full])
+            yield storage.discard(dead)
+            for lpns in (dead, rng.choice(np.flatnonzero(ftl.l2p >= 0), ppb)):
+                for part in np.array_split(lpns, len(lpns) // 16):
+                    requests.append(len(part) * storage.scale)
+                    yield from storage.write(writer, len(part) * storage.scale, part)
+
+    phone.env.process(proc())
+    phone.run(seconds(600))
+    assert len(requests) == 40 * 3 * ppb // 16 and idle_erases[0] >= 60
+    base_ns = sum(us(spec.write_us + (pages - 1) * spec.page_us) for pages in requests)
+    charged_us = (storage.flash_write_ns - base_ns) / 1000
+    gc_erases = ftl.erases - idle_erases[0]
+    done_us = storage.scale * (ftl.gc_copies * timing.gc_copy_us + gc_erases * timing.erase_us)
+    assert gc_erases > 30
+    assert charged_us == pytest.approx(done_us, rel=0.05)
+
+
 def test_a_discard_is_queued_without_waiting_and_unmaps_its_pages() -> None:
     phone = fast_phone()
     storage = phone.storage

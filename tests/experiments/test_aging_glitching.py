@@ -61,7 +61,7 @@ def test_every_figure_lands_in_metrics_csv_with_its_condition_keys(tmp_path: Pat
                                        for storage in ("emmc", "ufs")
                                        for policy in ("realtime", "lazy", "practical")}  # fmt: skip
     assert set(speed["profile"]) == {FLASH_MODEL, "mi-8-pro"}
-    assert {"random_mbps", "sequential_mbps"} <= set(speed["metric"])
+    assert {"random_mbps", "sequential_mbps", "own_write_mbps"} <= set(speed["metric"])
     sweep = metrics[metrics["figure"] == "sd-threshold"]
     assert set(sweep["condition"]) == {"threshold_gb=0.5", "threshold_gb=6"}
     assert {"trim_duration_s", "sequential_mbps"} <= set(sweep["metric"])
@@ -70,6 +70,9 @@ def test_every_figure_lands_in_metrics_csv_with_its_condition_keys(tmp_path: Pat
     copies = [c for c in checks if "GC copies least" in c.what]
     assert {c.what.split(":")[0] for c in copies} == {"emmc", "ufs"}
     assert all(c.simulated.count(" / ") == 2 for c in copies)
+    own = [c for c in checks if "the phone's own writes" in c.what]
+    assert {c.what.split(":")[0] for c in own} == {"emmc", "ufs"}
+    assert all(c.simulated.endswith(" MB/s") and c.verdict in ("met", "not met") for c in own)
     assert (tmp_path / "write-speed.png").exists() and (tmp_path / "sd-threshold.svg").exists()
     anr = metrics[metrics["figure"] == "anr-snr"]
     assert set(anr["condition"]) == {"policy=realtime", "policy=practical"}

@@ -110,3 +110,15 @@ def test_the_benchmarks_are_deterministic_per_seed() -> None:
     assert first.metrics == again.metrics
     # Another seed is another phone's churn and benchmark offsets.
     assert not first.tables["bench"].equals(other.tables["bench"])
+
+
+def test_the_phones_own_writes_pay_for_the_gc_the_untrimmed_backlog_makes() -> None:
+    def own(wam: str, fill: str) -> tuple[float, float]:
+        m = run(wam=wam, fill=fill, days="3", warmup_days="1", charge_prob="1").metrics
+        return m["own_write_mbps"], m["write_amplification"]
+
+    fresh, fresh_wa = own("realtime", "0.1")
+    realtime, realtime_wa = own("realtime", "0.85")
+    lazy, lazy_wa = own("lazy", "0.85")
+    assert fresh_wa == 1.0 and fresh > 2 * realtime  # no GC on a nearly empty flash
+    assert lazy_wa > realtime_wa and lazy < 0.95 * realtime

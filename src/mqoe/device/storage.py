@@ -218,6 +218,10 @@ class Storage:
         self.writes = 0
         self.pages_read = 0
         self.pages_written = 0
+        # The writes that went through the FTL (named their logical pages): real pages
+        # and their device time, GC included — the phone's own write throughput.
+        self.flash_write_pages = 0
+        self.flash_write_ns = 0
         self.discards = 0
         self.pages_discarded = 0
         self.fsyncs = 0
@@ -236,6 +240,7 @@ class Storage:
         self._barriers: list[tuple[int, Event]] = []
         self._gc_work_us = 0.0  # recent GC work (µs, unscaled) …
         self._gc_reclaimed_pages = 0.0  # … and the free pages it reclaimed (decayed sums)
+        self._gc_unpaid_us = 0.0  # GC work (µs, scaled) no write has paid for yet
         env.process(self._mmcqd(), "mmcqd")
 
     # -- requests -----------------------------------------------------------------------
@@ -319,8 +324,11 @@ class Storage:
         one collection stands for ``scale`` real ones that the device spreads over
         ``scale`` times more writes; so once GC is in its steady state (free blocks at
         the low-water mark) a write pays, per model page, the recent GC work per free
-        page reclaimed (decayed over ~:data:`GC_RATE_VICTIMS` victims) — the same total
-        over time, without multi-second lumps that a real device does not have."""
+        page reclaimed (decayed over ~:data:`GC_RATE_VICTIMS` victims) — without
+        multi-second lumps that a real device does not have — out of the GC work done
+        and not yet paid for. So the writes pay exactly the GC done, over time: a write
+        into a block that a discard emptied (erased in idle, no GC) pays nothing once the
+        collections before it are paid for."""
         timing = self.timing
         work_us = cost.gc_copies * timing.gc_copy_us + cost.erases * timing.erase_us
         if self.scale == 1:
@@ -330,9 +338,14 @@ class Storage:
         self._gc_work_us = self._gc_work_us * decay + work_us
         reclaimed = cost.erases * ftl.pages_per_block - cost.gc_copies
         self._gc_reclaimed_pages = self._gc_reclaimed_pages * decay + reclaimed
+        self._gc_unpaid_us += self.scale * work_us
         if ftl.free_blocks > ftl.gc_low_blocks + 1 or self._gc_reclaimed_pages <= 0:
-            return us(self.scale * work_us)  # not (yet) in the steady state: as it came
-        return us(self.scale * model_pages * self._gc_work_us / self._gc_reclaimed_pages)
+            pay = self.scale * work_us  # not (yet) in the steady state: as it came
+        else:
+            rate = self._gc_work_us / self._gc_reclaimed_pages
+            pay = min(self._gc_unpaid_us, self.scale * model_pages * rate)
+        self._gc_unpaid_us -= pay
+        return us(pay)
 
     @property
     def discards_pending(self) -> int:
@@ -559,6 +572,8 @@ class Storage:
         time_ns = self.service_ns(request)
         if request.write and lpns is not None and len(lpns):
             time_ns += self._gc_charge_ns(self.ftl.write(lpns), len(lpns))
+            self.flash_write_pages += request.pages
+            self.flash_write_ns += time_ns
         return time_ns
 
     def _discard_done(self) -> None:

@@ -27,6 +27,9 @@ fastest time of day's mean less the slowest's, 0 with one time), ``trim_busy_s``
 batched trim job's time in D state waiting for its discards: the total batched-trim
 duration),
 ``trimmed_gb`` and ``trim_s_per_gb`` (what the rounds discarded, and the time per GB),
+``own_write_mbps`` (the phone's own writes — the churn's files — in MB per second of
+device time, GC included, from day ``warmup_days`` on: what the long-run write
+amplification costs the phone, where the benchmark sees one moment),
 ``trim_rounds``, ``discard_busy_s`` (device time of every discard, real-time ones
 included), ``untrimmed_gb_mean`` (at benchmark times), ``write_amplification``,
 ``written_gb``, ``deleted_gb``. Tables: ``bench`` (one row per benchmark: day and hour),
@@ -207,7 +210,18 @@ class FlashAging:
                 }
             )
 
+        # The phone's own writes are counted from the end of the warm-up, as the
+        # benchmarks are.
+        own_writes = {"pages": 0, "ns": 0}
+
+        def warmed_up(_: object) -> None:
+            own_writes["pages"], own_writes["ns"] = (
+                storage.flash_write_pages,
+                storage.flash_write_ns,
+            )
+
         duration_ns = seconds(params.days * _DAY_S)
+        phone.env.schedule(seconds(params.warmup_days * _DAY_S), warmed_up, None)
         day = 0
         while seconds(day * _DAY_S) < duration_ns:
             for hour in params.hours:
@@ -217,7 +231,7 @@ class FlashAging:
             day += 1
 
         def collect() -> ScenarioOutput:
-            return _collect(phone, trimmer, churn, params, bench_rows)
+            return _collect(phone, trimmer, churn, params, bench_rows, own_writes)
 
         return Session(duration_ns, collect)
 
@@ -228,8 +242,11 @@ def _collect(
     churn: FileChurn,
     params: FlashAgingParams,
     bench_rows: list[dict[str, float]],
+    own_writes: Mapping[str, int],
 ) -> ScenarioOutput:
     storage = phone.storage
+    own_pages = storage.flash_write_pages - own_writes["pages"]
+    own_s = (storage.flash_write_ns - own_writes["ns"]) / 1e9
     table = pd.DataFrame(bench_rows, columns=["day", "hour", "random_mbps", "sequential_mbps",
                                               "untrimmed_gb", "free_gb", "deleted_gb"])  # fmt: skip
     steady = table[table["day"] >= params.warmup_days]
@@ -261,6 +278,7 @@ def _collect(
         "sequential_mbps_final": last("sequential_mbps"),
         "random_mbps_spread": spread("random_mbps"),
         "sequential_mbps_spread": spread("sequential_mbps"),
+        "own_write_mbps": own_pages * PAGE_BYTES / _MB / own_s if own_s > 0 else math.nan,
         "untrimmed_gb_mean": mean("untrimmed_gb"),
         "trim_busy_s": trim_busy_s,
         "trimmed_gb": trimmed_gb,
