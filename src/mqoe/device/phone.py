@@ -3,15 +3,23 @@
 ``phone.cpu`` (cores and scheduler), ``phone.processes`` (pids, oom_score_adj),
 ``phone.storage`` (the I/O path and mmcqd), ``phone.memory`` (pages, kswapd, zRAM,
 refaults, vmpressure, PSI), ``phone.lmkd`` and ``phone.trims`` (low-memory killer and
-onTrimMemory). Later subsystems (gpu, display, net on the phone) join here; workloads
-reach them through these attributes and their small public methods.
+onTrimMemory), ``phone.net`` (the network the phone is a host of). The subsystems a
+workload configures are built here too, on its request, with the phone's own parts:
+:meth:`Phone.attach_gpu` (the GPU driver's buffers under a compression policy) and
+:meth:`Phone.attach_display` (V-Sync, BufferQueues and SurfaceFlinger). Workloads
+reach every subsystem through these attributes and their small public methods; none
+constructs one (``tests/workloads/test_composition.py`` checks).
 """
 
 from __future__ import annotations
 
 from mqoe.device.cpu import Cpu
+from mqoe.device.display import Display, DisplayConfig
+from mqoe.device.gpu import CompressionPolicy, Gpu
+from mqoe.device.gpu_content import load_table
 from mqoe.device.lmk import Lmkd, TrimSignals
 from mqoe.device.memory import Memory
+from mqoe.device.net import Network
 from mqoe.device.process import Process, ProcessTable, sched_group
 from mqoe.device.profiles import DeviceProfile
 from mqoe.device.storage import Storage
@@ -36,6 +44,36 @@ class Phone:
         # Framework-layer services that apps share (pieces of ActivityManager such as
         # mqoe.apps.background.ServiceRestarts), one per phone, keyed by class name.
         self.framework: dict[str, object] = {}
+        # Built when a workload asks (attach_gpu / attach_display / net): a scenario
+        # without them runs no GPU daemon, V-Sync or SurfaceFlinger.
+        self.gpu: Gpu | None = None
+        self.display: Display | None = None
+        self._net: Network | None = None
+
+    @property
+    def net(self) -> Network:
+        """The network the phone is a host of; workloads add its links and other hosts."""
+        if self._net is None:
+            self._net = Network(self.env)
+        return self._net
+
+    def attach_gpu(self, policy: CompressionPolicy) -> Gpu:
+        """The GPU driver's buffer bookkeeping with ``policy`` compressing cached apps'
+        buffers (:mod:`mqoe.policies.gpu_compression`); once per phone. Without it,
+        apps' GPU buffers are not modelled (``phone.gpu`` is None)."""
+        if self.gpu is not None:
+            raise RuntimeError("this phone's GPU driver is attached already")
+        self.gpu = Gpu(self.env, self.cpu, self.memory, self.profile.gpu, policy, load_table())
+        return self.gpu
+
+    def attach_display(self, config: DisplayConfig | None = None) -> Display:
+        """The display pipeline (V-Sync, BufferQueues, SurfaceFlinger) configured by
+        ``config`` (buffers, SurfaceFlinger's cpuset, …; default: the phone's own); once
+        per phone."""
+        if self.display is not None:
+            raise RuntimeError("this phone's display is attached already")
+        self.display = Display(self.env, self.cpu, self.profile, config or DisplayConfig())
+        return self.display
 
     def _cgroup(self, process: Process, event: str) -> None:
         """ActivityManager moves an app's threads to the cgroup of its importance when it

@@ -29,7 +29,6 @@ from mqoe.apps.activity_manager import ActivityManager
 from mqoe.apps.catalog import AppCatalog, load_catalog
 from mqoe.apps.system import boot_system
 from mqoe.device.gpu import Gpu
-from mqoe.device.gpu_content import load_table
 from mqoe.device.phone import Phone
 from mqoe.engine import Event, seconds
 from mqoe.errors import UserError
@@ -149,8 +148,7 @@ class AppSwitching:
         catalog = load_catalog(extra=extra)
         gpu = None
         if params.policy != "none":
-            policy = make_compression_policy(params.policy)
-            gpu = Gpu(env, phone.cpu, phone.memory, phone.profile.gpu, policy, load_table())
+            gpu = phone.attach_gpu(make_compression_policy(params.policy))
         if params.system:
             boot_system(phone, burst_scale=_SYSTEM_BURST_SCALE)
         am = ActivityManager(phone, catalog, max_cached=params.max_cached, gpu=gpu)

@@ -213,8 +213,8 @@ class Controller:
             rcv.set_delayed_ack(s.delack_bytes, s.ato_ns)
 
 
-def _network(env: Environment, params: NetPisScenarioParams) -> tuple[Network, WifiMedium]:
-    net = Network(env)
+def _network(phone: Phone, params: NetPisScenarioParams) -> tuple[Network, WifiMedium]:
+    env, net = phone.env, phone.net
     rng = None
     if params.wifi == "dcf":  # DCF's backoff draws: the run's seed decides them
         rng = random.Random(int(env.rng("wifi").integers(1 << 62)))
@@ -249,7 +249,7 @@ class NetPisScenario:
 
     def build(self, phone: Phone, params: NetPisScenarioParams) -> Session:
         env = phone.env
-        net, medium = _network(env, params)
+        net, medium = _network(phone, params)
         # Linux defaults; rcvbuf 1 MB = Android 4.x wifi tcp_rmem default.
         tcp = TcpConfig(ack_counting=params.ack_counting,  # type: ignore[arg-type]
                         cwnd_validation=params.cwnd_validation)  # fmt: skip

@@ -120,7 +120,7 @@ class Spiral:
     def build(self, phone: Phone, params: SpiralParams) -> Session:
         env = phone.env
         rule = build_rule(params)
-        net = Network(env)
+        net = phone.net
         one_way = ms(params.rtt_ms / 4)  # two hops each way
         buffer_bytes = int(params.buffer_kbit * 1000 / 8)
         fast = 100e6  # server access links: 100 Mbit/s, never the bottleneck

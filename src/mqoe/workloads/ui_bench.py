@@ -32,7 +32,7 @@ import numpy.typing as npt
 from mqoe.apps.system import boot_system
 from mqoe.apps.ui import BinderService, UiApp, ui_app
 from mqoe.device.cpu import Fair, Thread
-from mqoe.device.display import SF_CPUSETS, Display, DisplayConfig, SfCpuset, group_cores
+from mqoe.device.display import SF_CPUSETS, DisplayConfig, SfCpuset, group_cores
 from mqoe.device.phone import Phone
 from mqoe.engine import Event, seconds
 from mqoe.metrics.frame_causes import attribute_causes, cause_shares, clustering, severe_slow
@@ -124,7 +124,7 @@ class UiBench:
     def build(self, phone: Phone, params: UiBenchParams) -> Session:
         spec = ui_app(params.app)
         config = DisplayConfig(buffers=params.buffers, sf_cpuset=params.sf_cpuset)
-        display = Display(phone.env, phone.cpu, phone.profile, config)
+        display = phone.attach_display(config)
         binder = BinderService(phone)
         if params.background:
             start_background(phone, binder)
