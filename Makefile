@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test test-slow lint bench lock clean chromium
+.PHONY: venv demo test test-slow lint bench lock clean chromium docs
 
 venv: $(STAMP)
 
@@ -33,13 +33,21 @@ demo: $(STAMP)
 	@echo "Try next: .venv/bin/mqoe analyze examples samples/   (then analyse each sample as it says)"
 	@echo "          .venv/bin/mqoe run --list                   (scenarios and their parameters)"
 
-## The test suite: unit, property and CLI tests, then lint and strict typing. The report's
-## browser test screenshots its page into demo-results/ (kept by CI).
+## The test suite: unit, property and CLI tests, then lint, strict typing and the
+## documentation site's strict build (a broken link or API reference fails it). The
+## report's browser test screenshots its page into demo-results/ (kept by CI).
 test: $(STAMP) chromium
 	MQOE_REPORT_SCREENSHOT=demo-results/report-test-screenshot.png \
 	  $(BIN)/python -m pytest -q -m "not slow"
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(DOCS_SITE)
+
+## The documentation site (docs/, mkdocs.yml), served at http://127.0.0.1:8000 while you
+## edit; `make test` builds it with --strict.
+DOCS_SITE ?= /tmp/mqoe-site
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 ## Debian's chromium for the report's browser test: in CI (CI=true) it is installed when
 ## missing (needs root); elsewhere the test skips without it.

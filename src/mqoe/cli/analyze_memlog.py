@@ -10,7 +10,7 @@ from pathlib import Path
 from mqoe.cli.console import jsonable, out, print_frame
 from mqoe.errors import UserError
 
-HELP = "memory-signal logs of many phones (spec 01 §7)"
+HELP = "memory-signal logs of many phones (the CoNEXT 2022 user study's signals)"
 
 # The per-phone columns shown on the console; --out's phones.csv has them all.
 _SHOWN_PHONE_COLUMNS = (
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     # print_frame shows cells as plain text: phone names come from folder names and
     # manufacturers from the phones, so neither may be read as Rich markup.
     print_frame(report.tables["phones"].loc[:, list(_SHOWN_PHONE_COLUMNS)], "table")
-    out.print("[bold]spec 01 population facts (kept phones)[/bold]")
+    out.print("[bold]the memory-pressure study's population facts (kept phones)[/bold]")
     print_frame(report.comparison(), "table")
     if args.out is not None:
         out.print(f"tables written to {args.out}", markup=False)

@@ -12,7 +12,7 @@ from mqoe.errors import UserError
 if TYPE_CHECKING:
     from mqoe.device.gpu_content import Lz4Table
 
-HELP = "measure LZ4 ratio and host speed on synthetic GPU buffers (spec 02)"
+HELP = "measure LZ4 ratio and host speed on synthetic GPU buffers (GPU-buffer compression)"
 DESCRIPTION = """\
 Compress synthetic GPU-buffer pages (4 KiB of RGBA pixels: zero, flat UI, text, photo,
 noise) with the real lz4 library, page by page as zram does, and record per class the
@@ -23,8 +23,8 @@ Simulations never run the codec: they read the packaged table
 (mqoe/device/profiles/lz4_table.json, made with this command's defaults). A device
 profile turns the table's host time into phone CPU work with a documented factor,
 gpu.lz4_cycles_per_host_ns (reference cycles per host nanosecond), fitted so 100 MB
-decompresses in ~575 ms on the Nexus 5 as in spec 02; if you use your own table, refit
-that factor for it.
+decompresses in ~575 ms on the Nexus 5 as in the GPU-buffer compression paper; if you use
+your own table, refit that factor for it.
 """
 
 # An illustrative buffer mix for the summary line, mostly zero pages as the paper found;
@@ -128,5 +128,5 @@ def _mix_hint(table: Lz4Table) -> str:
     ms = table.decompress_ns(ids) / 1e6
     return (
         f"100 MB of a typical mix ({mix}; LZ4 ratio {100 * ratio:.1f}%) would decompress "
-        f"in {ms:.1f} ms on this host (spec 02's phone: ~575 ms)"
+        f"in {ms:.1f} ms on this host (the paper's Nexus 5: ~575 ms)"
     )

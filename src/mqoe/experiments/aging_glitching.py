@@ -587,7 +587,7 @@ def plot_flash(results: Results, out_dir: Path) -> None:
 
 class AgingGlitching:
     name = "aging-glitching"
-    title = "Slow/frozen frames, ANR and SNR: rendering, flash aging and WAM (spec 04)"
+    title = "Aging or Glitching? Slow/frozen frames, ANR, SNR and WAM (MobiCom 2020)"
 
     def __init__(self, runner: Callable[[bool], Results] | None = None) -> None:
         self._runner = runner or run_all

@@ -1348,7 +1348,7 @@ def _plot_genres(agg: Aggregate, plan: Plan) -> Any:
 
 class CoalNotDiamonds:
     name = "coal-not-diamonds"
-    title = "Memory pressure and mobile video QoE (CoNEXT 2022; spec 01)"
+    title = "Coal Not Diamonds: memory pressure and mobile video QoE (CoNEXT 2022)"
 
     def __init__(self, runner: Callable[[bool], Results] | None = None) -> None:
         self._runner: Callable[[bool], Results] = runner or run_plan

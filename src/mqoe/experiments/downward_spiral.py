@@ -218,7 +218,10 @@ def summary_markdown(results: list[tuple[Case, RunRecord]], quick: bool) -> str:
 
 class DownwardSpiral:
     name = "downward-spiral"
-    title = "Video rate collapse under a competing TCP flow (IMC 2012 / CS244; spec 03)"
+    title = (
+        "Confused, Timid, and Unstable: video rate collapse under a competing TCP flow "
+        "(IMC 2012, CS244)"
+    )
 
     def __init__(self, runner: Callable[[bool], list[tuple[Case, RunRecord]]] | None = None):
         self._runner = runner or run_cases

@@ -290,7 +290,7 @@ def plot(results: list[tuple[Cell, RunRecord]], table: pd.DataFrame, out_dir: Pa
 
 class GpuBuffers:
     name = "gpu-buffers"
-    title = "Compressing background apps' GPU buffers to cache more apps (spec 02)"
+    title = "Compressing background apps' GPU buffers to cache more apps (Nexus 5, 2015)"
 
     def __init__(self, runner: Callable[[bool], list[tuple[Cell, RunRecord]]] | None = None):
         self._runner = runner or run_cells

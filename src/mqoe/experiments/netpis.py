@@ -450,7 +450,7 @@ def summary_markdown(t: dict[str, pd.DataFrame], checks: list[ComparisonRow], qu
 
 class NetPis:
     name = "netpis"
-    title = "Receiver-side network isolation of the foreground app (NetPIS 2015; spec 05)"
+    title = "NetPIS: receiver-side network isolation of the foreground app (2015)"
 
     def __init__(self, runner: Callable[[bool], list[tuple[Job, RunRecord]]] | None = None):
         self._runner = runner or run_jobs

@@ -138,7 +138,7 @@ def draw_launches(
 
 class AppSwitching:
     name = "app-switching"
-    summary = "256 app launches over ~100 min with GPU-buffer compression (spec 02)"
+    summary = "256 app launches over ~100 min with GPU-buffer compression (Nexus 5 study, 2015)"
     params_type = AppSwitchingParams
     quick: Mapping[str, str] = MappingProxyType({"launches": "12", "interaction_s": "5"})
 

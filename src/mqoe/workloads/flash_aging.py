@@ -165,7 +165,7 @@ class _User:
 
 class FlashAging:
     name = "flash-aging"
-    summary = "days of file churn under a WAM policy: daily write speed, trims (spec 04)"
+    summary = "days of file churn under a WAM policy: daily write speed, trims (Aging or Glitching)"
     params_type = FlashAgingParams
     quick: Mapping[str, str] = MappingProxyType({"days": "2", "warmup_days": "0"})
 

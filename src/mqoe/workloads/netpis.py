@@ -241,7 +241,7 @@ def _video(env: Environment, net: Network, tcp: TcpConfig, proc: Process, servic
 
 class NetPisScenario:
     name = "netpis"
-    summary = "foreground video vs a 1.1 GB background download on shared Wi-Fi (spec 05)"
+    summary = "foreground video vs a 1.1 GB background download on shared Wi-Fi (NetPIS, 2015)"
     params_type = NetPisScenarioParams
     quick: Mapping[str, str] = MappingProxyType(
         {"duration_s": "70", "fg_start_s": "15", "video_s": "40"}

@@ -33,7 +33,7 @@ class Fleet:
     """Spec 04's crowd-sourced study: phones of the 15 models over days of use → ANR/SNR."""
 
     name = "fleet"
-    summary = "ANR/SNR of a fleet of phones over days of use, under a WAM policy (spec 04)"
+    summary = "ANR/SNR of a fleet of phones over days of use, under a WAM policy (MobiCom 2020)"
     params_type = FleetParams
     quick: Mapping[str, str] = MappingProxyType({"phones": "300", "days": "7"})
 

@@ -111,7 +111,7 @@ def build_rule(params: SpiralParams) -> AbrRule:
 
 class Spiral:
     name = "spiral"
-    summary = "a DASH client vs a bulk TCP flow on a 5 Mbit/s bottleneck (spec 03)"
+    summary = "a DASH client vs a bulk TCP flow on a 5 Mbit/s bottleneck (IMC 2012)"
     params_type = SpiralParams
     quick: Mapping[str, str] = MappingProxyType(
         {"duration_s": "120", "competitor_start_s": "60", "settle_s": "10"}

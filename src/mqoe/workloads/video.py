@@ -123,7 +123,7 @@ def build_rule(params: VideoParams, reps: tuple[Representation, ...]) -> AbrRule
 
 class Video:
     name = "video"
-    summary = "a DASH session on a phone under memory pressure (spec 01)"
+    summary = "a DASH session on a phone under memory pressure (Coal Not Diamonds, CoNEXT 2022)"
     params_type = VideoParams
     quick: Mapping[str, str] = MappingProxyType(
         {"duration_s": "10", "resolution": "480p", "pressure": "moderate", "setup_s": "20"}
