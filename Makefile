@@ -15,7 +15,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-## The main job (grows with each reproduction; see README): every reproduction (quick),
+## The main job (see docs/reproductions/index.md): every reproduction (quick),
 ## then the HTML report demo-results/report.html (and, where Chromium is installed, its
 ## screenshot demo-results/report.png), then a few runs and a query.
 demo: $(STAMP)

@@ -1,5 +1,5 @@
 """Real-TCP testbed (issue 9): the spiral over the Linux TCP stack, for cross-checking
-the packet-level model. Linux and root only; see the README section "Real TCP".
+the packet-level model. Linux and root only; see docs/guide/testbed.md.
 
 * :mod:`~mqoe.emulation.topology` — namespaces, veths, the tbf bottleneck, cleanup.
 * :mod:`~mqoe.emulation.owner` — who owns a run (pid + start time), alive or dead; run

@@ -1073,10 +1073,10 @@ def comparison_markdown(results: Results, quick: bool) -> str:
         f"{', '.join(f'{p} {n}' for p, n in plan.seeds_by_profile)} "
         f"({plan.genre_seeds} for genres); "
         f"{QUICK_DURATION_S if quick else DURATION_S} s sessions. Published values are "
-        "spec 01's; the calibration is partial — the README's coal-not-diamonds section "
-        "says which rows are *not met* and why. Difference = simulated − published. Rows "
-        "marked *reference* have no tolerance in the issue; for ratios the checked row is "
-        "moderate/normal.",
+        "the CoNEXT 2022 study's; the calibration is partial — the documentation's "
+        "coal-not-diamonds page (docs/reproductions/coal-not-diamonds.md) says which rows "
+        "are *not met* and why. Difference = simulated − published. Rows marked "
+        "*reference* have no tolerance; for ratios the checked row is moderate/normal.",
         "",
         f"**{met} of {len(checked)} checked rows met.**",
     ]

@@ -69,7 +69,7 @@ class TcpConfig:
     # most the round had in flight. A sender held back by the receiver's window or by the
     # application keeps its cwnd instead of inflating it. Linux always does this; it is
     # off by default here because turning it on moves the spiral's cross-check against
-    # real Linux further apart (README, "Real TCP"): some other Linux mechanism the model
+    # real Linux further apart (docs/guide/testbed.md): some other Linux mechanism the model
     # lacks evidently compensates, and until that is found the validated default stays.
     cwnd_validation: bool = False
     delayed_ack: bool = True
