@@ -13,6 +13,8 @@ constructs one (``tests/workloads/test_composition.py`` checks).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mqoe.device.cpu import Cpu
 from mqoe.device.display import Display, DisplayConfig
 from mqoe.device.gpu import CompressionPolicy, Gpu
@@ -29,8 +31,17 @@ from mqoe.engine import Environment
 class Phone:
     """``Phone(profile, seed=1)``: an engine plus the modelled subsystems of one device."""
 
-    def __init__(self, profile: DeviceProfile, seed: int = 0, *, trace: bool = False) -> None:
+    def __init__(
+        self,
+        profile: DeviceProfile,
+        seed: int = 0,
+        *,
+        trace: bool = False,
+        components: Mapping[str, object] | None = None,
+    ) -> None:
         self.profile = profile
+        # Policy objects for the scenario's slots (mqoe.workloads.components), taken once.
+        self._components = dict(components or {})
         self.env = Environment(seed, trace=trace)
         self.cpu = Cpu(self.env, profile)
         self.processes = ProcessTable()
@@ -49,6 +60,16 @@ class Phone:
         self.gpu: Gpu | None = None
         self.display: Display | None = None
         self._net: Network | None = None
+
+    def take_component(self, slot: str) -> object | None:
+        """The policy object given for ``slot`` (``run_scenario(..., components=…)``),
+        or None; a scenario takes each of its slots once, when it builds."""
+        return self._components.pop(slot, None)
+
+    @property
+    def untaken_components(self) -> tuple[str, ...]:
+        """Slots given a component that no part of the scenario took."""
+        return tuple(sorted(self._components))
 
     @property
     def net(self) -> Network:

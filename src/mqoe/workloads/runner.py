@@ -24,6 +24,8 @@ from mqoe.errors import UserError
 from mqoe.results import RunRecord
 from mqoe.workloads import get_scenario
 from mqoe.workloads.base import params_dict, parse_params
+from mqoe.workloads.components import describe
+from mqoe.workloads.components import validate as validate_components
 
 ProgressCallback = Callable[[float], None]
 _SLICES = 50  # progress updates per run
@@ -59,16 +61,25 @@ def run_scenario(
     *,
     trace: bool = False,
     on_progress: ProgressCallback | None = None,
+    components: Mapping[str, object] | None = None,
 ) -> RunRecord:
-    """Build, simulate and collect one run. Raises UserError for bad names or parameters."""
+    """Build, simulate and collect one run. Raises UserError for bad names or parameters.
+
+    ``components`` gives policy objects for the scenario's slots (``{"abr": MyRule()}``,
+    :mod:`mqoe.workloads.components`) instead of their parameter strings; the run id
+    hashes each one's class and parameters."""
     scenario = get_scenario(name)
     seed = validate_seed(seed)
+    given = validate_components(components or {}, overrides or {})
     profile, knobs, overrides = apply_cpu_knobs(profile, overrides or {})
     params = parse_params(scenario.params_type, overrides, name)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     wall_start = time.perf_counter()
-    phone = Phone(profile, seed, trace=trace)
+    phone = Phone(profile, seed, trace=trace, components=given)
     session = scenario.build(phone, params)
+    if phone.untaken_components:
+        slot = phone.untaken_components[0]
+        raise UserError(f"scenario {name!r} has no {slot!r} component slot")
     end_ns = session.duration_ns
     for k in range(1, _SLICES + 1):
         phone.env.run(end_ns * k // _SLICES)
@@ -83,6 +94,7 @@ def run_scenario(
                "cpu_power_mw": energy_j / (end_ns / 1e9) * 1e3 if end_ns else math.nan}  # fmt: skip
     wall_time_s = time.perf_counter() - wall_start
     stored_params = params_dict(params) | knobs
+    stored_params |= {f"component.{slot}": describe(c) for slot, c in sorted(given.items())}
     return RunRecord(
         run_id=run_id_for(name, profile, seed, stored_params),
         scenario=name,

@@ -25,7 +25,15 @@ from mqoe.device.net import BulkFlow, HttpClient, Network, TcpConfig, TcpSender
 from mqoe.device.phone import Phone
 from mqoe.engine import ms, seconds
 from mqoe.params import NEGATIVE_OK, bounds
-from mqoe.policies.abr import BBA, AbrRule, Bola, ConservativeThroughput, Representation, make_rule
+from mqoe.policies.abr import (
+    BBA,
+    AbrRule,
+    Bola,
+    ConservativeThroughput,
+    Representation,
+    as_rule,
+    make_rule,
+)
 from mqoe.workloads.base import ScenarioOutput, Session
 
 MODES = ("discrete", "continuous", "bba", "bola")
@@ -95,8 +103,10 @@ def _parse_ladder(text: str) -> list[float]:
     return rates
 
 
-def build_rule(params: SpiralParams) -> AbrRule:
-    """The client's ABR rule for a mode (or the user's rule spec)."""
+def build_rule(params: SpiralParams, component: object | None = None) -> AbrRule:
+    """The client's ABR rule for a mode (or the user's rule spec, or rule object)."""
+    if component is not None:
+        return as_rule(component)
     if params.rule:
         return make_rule(params.rule)
     ceiling = None if params.max_rate_kbps < 0 else params.max_rate_kbps
@@ -119,7 +129,7 @@ class Spiral:
 
     def build(self, phone: Phone, params: SpiralParams) -> Session:
         env = phone.env
-        rule = build_rule(params)
+        rule = build_rule(params, phone.take_component("abr"))
         net = phone.net
         one_way = ms(params.rtt_ms / 4)  # two hops each way
         buffer_bytes = int(params.buffer_kbit * 1000 / 8)

@@ -290,7 +290,7 @@ class TraceAbr:
     quick: Mapping[str, str] = MappingProxyType({"session_s": "60"})
 
     def build(self, phone: Phone, params: TraceAbrParams) -> Session:
-        from mqoe.policies.abr import make_rule  # lazily: the fast mode needs no rule registry
+        from mqoe.policies.abr import as_rule, make_rule  # lazily: the fast mode needs none
 
         if params.trace:
             trace = load_trace(params.trace, params.trace_format, latency_ms=params.latency_ms)
@@ -303,7 +303,8 @@ class TraceAbr:
             manifest = synthetic_manifest(SYNTHETIC_LADDER_KBPS, SYNTHETIC_SEGMENT_S, n)
         try:
             check_buffer(manifest.segment_s, params.buffer_max_s, params.startup_segments)
-            rule: AbrRule = make_rule(params.rule)
+            component = phone.take_component("abr")
+            rule: AbrRule = make_rule(params.rule) if component is None else as_rule(component)
         except UserError as exc:
             raise UserError(f"scenario {self.name!r}: {exc}") from None
 

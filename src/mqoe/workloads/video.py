@@ -27,7 +27,14 @@ from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.metrics.sched import STATE_COLUMNS, preemption_summary, thread_states
 from mqoe.params import NEGATIVE_OK, bounds
-from mqoe.policies.abr import AbrRule, Fixed, MostConservative, Representation, make_rule
+from mqoe.policies.abr import (
+    AbrRule,
+    Fixed,
+    MostConservative,
+    Representation,
+    as_rule,
+    make_rule,
+)
 from mqoe.policies.memory_adapt import MemoryAware
 from mqoe.workloads.base import ScenarioOutput, Session
 
@@ -109,14 +116,18 @@ class VideoParams:
         return int(self.resolution.lower().removesuffix("p"))
 
 
-def build_rule(params: VideoParams, reps: tuple[Representation, ...]) -> AbrRule:
+def build_rule(
+    params: VideoParams, reps: tuple[Representation, ...], component: object | None = None
+) -> AbrRule:
     chosen = next(
         i for i, r in enumerate(reps) if r.height_px == params.height and r.fps == params.fps
     )
     rules: list[AbrRule] = [Fixed(representation=chosen)]
     if params.adapt != "none":
         rules.append(MemoryAware(step=params.adapt, quiet_s=params.quiet_s))  # type: ignore[arg-type]
-    if params.rule:
+    if component is not None:  # the user's rule object (components={"abr": …})
+        rules.append(as_rule(component))
+    elif params.rule:
         rules.append(make_rule(params.rule))
     return rules[0] if len(rules) == 1 else MostConservative(rules)
 
@@ -138,7 +149,7 @@ class Video:
         if params.apps:
             open_apps(phone, params.apps, rng)
         reps = ladder()
-        rule = build_rule(params, reps)
+        rule = build_rule(params, reps, phone.take_component("abr"))
         state: dict[str, object] = {}
 
         def start_video(_: object = None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from mqoe.errors import UserError
 
@@ -94,14 +94,15 @@ class FunctionRule:
         return out if isinstance(out, Decision) else Decision(int(out))
 
 
-def as_rule(rule: AbrRule | Callable[[AbrState], Decision | int]) -> AbrRule:
-    """Accept a rule object or a plain function; return a rule object."""
+def as_rule(rule: object) -> AbrRule:
+    """Accept a rule object or a plain function of the state; return a rule object
+    (TypeError for anything else)."""
     if isinstance(rule, type):
         raise TypeError(f"pass a rule instance, e.g. {rule.__name__}(), not the class")
     if isinstance(rule, AbrRule):
         return rule
     if callable(rule):
-        return FunctionRule(rule)
+        return FunctionRule(cast(Callable[[AbrState], Decision | int], rule))
     raise TypeError(f"an ABR rule needs choose(state) or must be callable, got {rule!r}")
 
 
