@@ -8,7 +8,7 @@ import pytest
 
 from mqoe.device.profiles import load_profile
 from mqoe.errors import UserError
-from mqoe.policies.abr import BBA, AbrState, Decision
+from mqoe.policies.abr import BBA, AbrState, Decision, Fixed, MostConservative
 from mqoe.workloads.components import describe
 from mqoe.workloads.runner import run_scenario
 
@@ -63,17 +63,30 @@ def test_a_plain_function_is_a_rule_and_two_functions_are_two_components() -> No
 
 
 class Tuned:
-    def __init__(self, gain: float) -> None:
+    def __init__(self, gain: float, inner: object = None) -> None:
         self.gain = gain
         self._history: list[float] = []  # private state is not a parameter
-        self.helper = object()  # nor is an object that is not plain data
+        self.inner = inner  # a rule inside is described by its own class and parameters
 
     def choose(self, state: AbrState) -> Decision:
+        self._history.append(state.buffer_s)
+        self.gain += 0.0
         return Decision(0)
 
 
-def test_an_objects_parameters_are_its_public_plain_attributes() -> None:
-    assert describe(Tuned(0.5)) == f'{__name__}.Tuned{{"gain": 0.5}}'
+def test_an_objects_parameters_are_its_public_attributes_rules_inside_included() -> None:
+    assert describe(Tuned(0.5)) == f'{__name__}.Tuned{{"gain": 0.5, "inner": null}}'
+    one, two = describe(Tuned(0.5, Lowest(1))), describe(Tuned(0.5, Lowest(2)))
+    assert one != two and f'"class": "{__name__}.Lowest", "rung": 1' in one
+    combined = [describe(MostConservative([BBA(), Fixed(representation=r)])) for r in (0, 1)]
+    assert combined[0] != combined[1]
+
+
+def test_the_run_id_is_taken_before_the_run_changes_the_rule() -> None:
+    rule = Tuned(0.5)
+    first = run({"abr": rule})
+    assert rule._history  # the run used it
+    assert run({"abr": Tuned(0.5)})["run_id"] == first["run_id"]
 
 
 @pytest.mark.parametrize(

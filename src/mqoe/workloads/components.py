@@ -12,11 +12,13 @@ Slots (:data:`SLOTS`): ``abr`` — the adaptive-bitrate rule of ``spiral``, ``vi
 ``trace-abr`` (an object with ``choose(state)``, or a plain function of the state; it
 replaces the ``rule`` parameter, so setting both is refused).
 
-The run id hashes each component's class and parameters (:func:`describe`): a
-dataclass's fields, else the value of a ``params()`` method, else its public attributes
-that are plain data (numbers, strings, booleans, None, and lists/tuples/dicts of them).
-Two objects of one class with the same parameters are the same run; give a rule whose
-behaviour depends on anything else a ``params()`` that says so.
+The run id hashes each component's class and parameters as they are when the run starts
+(:func:`describe`): a dataclass's fields, else the value of a ``params()`` method, else
+its public attributes — plain data (numbers, strings, booleans, None, containers of
+them) as it is, functions and objects (the rules inside a combination) by their own
+class and parameters, four levels deep. Two objects of one class with the same
+parameters are the same run; give a rule whose behaviour depends on anything else (an
+array's contents, private state) a ``params()`` that says so.
 """
 
 from __future__ import annotations
@@ -82,19 +84,23 @@ def describe(component: object) -> str:
     )
 
 
-def _parameters(component: object) -> dict[str, object]:
+def _parameters(component: object, depth: int = 0) -> dict[str, object]:
     if dataclasses.is_dataclass(component) and not isinstance(component, type):
         fields = {f.name: getattr(component, f.name) for f in dataclasses.fields(component)}
-        return {k: _plain(v) for k, v in fields.items()}
+        return {k: _plain(v, depth) for k, v in fields.items()}
     params = getattr(component, "params", None)
     if callable(params):
         value = params()
         if not isinstance(value, Mapping):
             raise UserError(f"{type(component).__qualname__}.params() must return a mapping")
-        return {str(k): _plain(v) for k, v in value.items()}
-    attributes = getattr(component, "__dict__", {})
-    return {k: _plain(v) for k, v in sorted(attributes.items())
-            if not k.startswith("_") and _is_plain(v)}  # fmt: skip
+        return {str(k): _plain(v, depth) for k, v in value.items()}
+    attributes = dict(getattr(component, "__dict__", {}))
+    for kind in type(component).__mro__:  # a class with __slots__ has no __dict__
+        slots = getattr(kind, "__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if hasattr(component, name):
+                attributes.setdefault(name, getattr(component, name))
+    return {k: _plain(v, depth) for k, v in sorted(attributes.items()) if not k.startswith("_")}
 
 
 def _is_plain(value: object) -> bool:
@@ -107,10 +113,21 @@ def _is_plain(value: object) -> bool:
     return False
 
 
-def _plain(value: object) -> object:
-    """A JSON-able copy of ``value``; other objects are named by their class."""
+_MAX_DEPTH = 4  # rules that hold rules (a combination of combinations), and no deeper
+
+
+def _plain(value: object, depth: int) -> object:
+    """A JSON-able description of ``value``: plain data as it is, a function or an
+    object (a rule inside a combination) by :func:`describe`, containers item by item."""
     if _is_plain(value):
         return list(value) if isinstance(value, tuple) else value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"class": type(value).__qualname__, **_parameters(value)}
-    return type(value).__qualname__
+    if depth >= _MAX_DEPTH:
+        return type(value).__qualname__
+    if isinstance(value, list | tuple):
+        return [_plain(v, depth + 1) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if inspect.isfunction(value):
+        return describe(value)
+    kind = type(value)
+    return {"class": f"{kind.__module__}.{kind.__qualname__}", **_parameters(value, depth + 1)}

@@ -71,6 +71,8 @@ def run_scenario(
     scenario = get_scenario(name)
     seed = validate_seed(seed)
     given = validate_components(components or {}, overrides or {})
+    # Described before the run: a rule's state after it must not change the run's id.
+    described = {f"component.{slot}": describe(c) for slot, c in sorted(given.items())}
     profile, knobs, overrides = apply_cpu_knobs(profile, overrides or {})
     params = parse_params(scenario.params_type, overrides, name)
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -94,7 +96,7 @@ def run_scenario(
                "cpu_power_mw": energy_j / (end_ns / 1e9) * 1e3 if end_ns else math.nan}  # fmt: skip
     wall_time_s = time.perf_counter() - wall_start
     stored_params = params_dict(params) | knobs
-    stored_params |= {f"component.{slot}": describe(c) for slot, c in sorted(given.items())}
+    stored_params |= described
     return RunRecord(
         run_id=run_id_for(name, profile, seed, stored_params),
         scenario=name,
