@@ -186,7 +186,7 @@ def test_comparison_md_puts_published_beside_simulated(tmp_path: Path) -> None:
     assert "PSS 240p→1080p at 30 fps (nexus-5) | 125.0 | 84.0 |" in text
     for heading in ("## drop-grid", "## thread-states", "## preemptions", "## pss"):
         assert heading in text
-    assert "spec 01 §Calibration targets" in text
+    assert "Coal Not Diamonds, CoNEXT 2022 (its Nokia 1 measurements)" in text
     assert " of " in text.split("checked rows met")[0]
     rows = {r.what: r for r in read_comparison_csv(tmp_path / "comparison.csv")}
     normal = rows["1080p30 drop, normal"]
@@ -195,9 +195,9 @@ def test_comparison_md_puts_published_beside_simulated(tmp_path: Path) -> None:
     assert rows["1080p30 drop, moderate"].verdict == "not met"
 
 
-def test_every_published_value_names_its_source_in_spec_01() -> None:
+def test_every_published_value_names_its_source_in_the_study() -> None:
     for key, published in PUBLISHED.items():
-        assert published.source.startswith("spec 01 §"), key
+        assert published.source.startswith("Coal Not Diamonds, CoNEXT 2022 ("), key
         assert math.isfinite(published.value)
 
 

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from mqoe.device.profiles import load_profile
+from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.metrics.jank import SLOW_FRAME_NS
@@ -285,7 +286,7 @@ def frame_cause_shares(slow: pd.DataFrame) -> dict[str, float]:
 
 # -- comparison -----------------------------------------------------------------------
 # Spec 04's published facts, printed beside the simulated numbers (never used to make them).
-SPEC = "spec 04"
+SPEC = CITATIONS["aging-glitching"].short
 
 
 class _Rows:

@@ -64,6 +64,7 @@ import numpy as np
 from mqoe.apps.video import GENRES, HOSTS
 from mqoe.device.profiles import load_profile
 from mqoe.experiments import nokia1_real
+from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.results import (
@@ -102,15 +103,15 @@ FIGURES = ("drop-grid", "pss", "thread-states", "preemptions", "organic", "fps-s
 
 @dataclass(frozen=True)
 class Published:
-    """One published number of spec 01 and where it is stated."""
+    """One published number of the study and where it is stated."""
 
     value: float
     unit: str
-    source: str  # the spec 01 section and sentence
+    source: str  # the study (CITATIONS) and which of its measurements
 
 
-_CAL = "spec 01 §Calibration targets"
-_MEM = "spec 01 §What happens on a real phone"
+_CAL = f"{CITATIONS['coal-not-diamonds'].short} (its Nokia 1 measurements)"
+_MEM = f"{CITATIONS['coal-not-diamonds'].short} (its mechanism findings)"
 
 
 def _crash_row(config: str, values: tuple[float, float, float]) -> dict[str, Published]:
@@ -1210,7 +1211,7 @@ def _paired_bars(
     ax: Any, labels: Sequence[str], published: Sequence[float], simulated: Sequence[float]
 ) -> None:
     x = np.arange(len(labels))
-    ax.bar(x - 0.2, published, 0.4, label="published (spec 01)", color="0.7", hatch="//")
+    ax.bar(x - 0.2, published, 0.4, label="published (Coal Not Diamonds)", color="0.7", hatch="//")
     ax.bar(x + 0.2, simulated, 0.4, label="simulated", color="C0")
     ax.set_xticks(x, labels, fontsize=8)
 

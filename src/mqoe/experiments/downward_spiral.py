@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from mqoe.device.profiles import load_profile
+from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.results import MetricRow
@@ -161,7 +162,9 @@ def plot(results: list[tuple[Case, RunRecord]], out_dir: Path) -> list[Path]:
     for ax in axes[:, 0]:
         ax.set_ylabel("kbit/s")
     axes.flat[0].legend(fontsize=7, loc="upper right")
-    fig.suptitle("Downward spiral: video rate and throughput vs a competing flow (spec 03)")
+    fig.suptitle(
+        "Downward spiral: video rate and throughput vs a competing flow (Huang et al., IMC 2012)"
+    )
     fig.tight_layout()
     panels = out_dir / "spiral.png"
     _save(fig, panels)
@@ -234,7 +237,7 @@ class DownwardSpiral:
             metric_rows(results),
             ("summary.md", summary_markdown(results, quick)),
             [
-                ComparisonRow.shape("spec 03 shape", text, ok, source="spec 03")
+                ComparisonRow.shape("shape", text, ok, source=CITATIONS["downward-spiral"].short)
                 for text, ok in shape_checks(results)
             ],
         )

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mqoe.device.profiles import DeviceProfile, load_profile
+from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.results import MetricRow
@@ -192,7 +193,7 @@ def summary_markdown(table: pd.DataFrame, quick: bool, seeds: int) -> str:
     checks = "\n".join(f"- [{'x' if ok else ' '}] {text}" for text, ok in shape_checks(table))
     return (
         f"# gpu-buffers{' (quick)' if quick else ''}\n\n"
-        f"Nexus 5 as spec 02's phone (Android 4.4, minfree LMK, no swap), app-switching "
+        f"Nexus 5 as the paper's phone (Android 4.4, minfree LMK, no swap), app-switching "
         f"workload, means over {seeds} seeds per condition.\n\n"
         + "\n".join(lines)
         + f"\n\n## Spec 02's shape\n\n{checks}\n"
@@ -305,7 +306,7 @@ class GpuBuffers:
             metric_rows(table),
             ("summary.md", summary_markdown(table, quick, seeds)),
             [
-                ComparisonRow.shape("spec 02 shape", text, ok, source="spec 02")
+                ComparisonRow.shape("shape", text, ok, source=CITATIONS["gpu-buffers"].short)
                 for text, ok in shape_checks(table)
             ],
         )

@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from mqoe.device.profiles import load_profile
+from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
 from mqoe.policies.netpis import Allocator, SocketObservation
@@ -57,7 +58,7 @@ VIDEOS = (
 QUICK_VIDEOS = (("a", 40), ("b", 60))
 PROMPT_RECOVERY_S = 5.0  # "recovers promptly": back to 80% of its no-video rate within this
 MEMORY_SAVING = 0.05  # "less memory" means at least 5% less, not a rounding difference
-SOURCE = "spec 05 (NetPIS, 2015)"
+SOURCE = CITATIONS["netpis"].short
 
 
 # Two foreground regimes for the seq comparison. Receiver-side control of a flow can
@@ -424,7 +425,7 @@ def summary_markdown(t: dict[str, pd.DataFrame], checks: list[ComparisonRow], qu
     return (
         f"# netpis{' (quick)' if quick else ''}\n\n"
         f"Profile {PROFILE}. Foreground video vs a 1.1 GB background download on a shared "
-        "802.11n AP (spec 05). The variants are compared over seeds (the mean; "
+        "802.11n AP, as in NetPIS. The variants are compared over seeds (the mean; "
         "`fg_bytes_at_60s_sd` is the seeds' standard deviation, `recovered` how many runs "
         "saw the background back to 80% of what the same seed's run without the video "
         "gives it over the same stretch, whose mean `bg_recovery_s` "
