@@ -19,7 +19,7 @@ The kinds (:data:`POLICY_KINDS`): ``abr`` (:data:`mqoe.policies.abr.ABR_RULES`),
 (:data:`mqoe.policies.wam.WAM_POLICIES`), ``gpu-compression``
 (:data:`mqoe.policies.gpu_compression.COMPRESSION_POLICIES`) and ``netpis``
 (:data:`mqoe.policies.netpis.VARIANTS`). CI runs every registered one
-(``tests/policies/test_conformance.py``), as :func:`mqoe.workloads.conformance.
+(``tests/policies/test_policy_conformance.py``), as :func:`mqoe.workloads.conformance.
 check_scenario` does for scenarios.
 """
 
