@@ -38,6 +38,7 @@ from mqoe.emulation.topology import (
     require_testbed,
 )
 from mqoe.errors import UserError
+from mqoe.metrics.units import unit_of
 from mqoe.results import MetricRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.base import params_dict, parse_params
@@ -54,20 +55,21 @@ QUICK: Mapping[str, str] = {
     "settle_s": "4",
     "buffer_max_s": "16",
 }
-UNITS = {
-    "rate_alone_kbps": "kbit/s",
-    "rate_competing_kbps": "kbit/s",
-    "rate_competing_min_kbps": "kbit/s",
-    "video_tput_alone_kbps": "kbit/s",
-    "video_tput_competing_kbps": "kbit/s",
-    "competitor_tput_kbps": "kbit/s",
-    "fair_share_kbps": "kbit/s",
-    "jain_index": "ratio",
-    "rebuffer_s": "s",
-    "video_retransmits": "segments",
-    "competitor_retransmits": "segments",
-    "bottleneck_drops": "packets",
-}
+# A run's metrics in metrics.csv, in order (units: mqoe.metrics.units).
+METRICS = (
+    "rate_alone_kbps",
+    "rate_competing_kbps",
+    "rate_competing_min_kbps",
+    "video_tput_alone_kbps",
+    "video_tput_competing_kbps",
+    "competitor_tput_kbps",
+    "fair_share_kbps",
+    "jain_index",
+    "rebuffer_s",
+    "video_retransmits",
+    "competitor_retransmits",
+    "bottleneck_drops",
+)
 CONDITION_KEYS = ("buffer_kbit", "mode", "c", "connection", "restart_after_idle")
 
 
@@ -256,10 +258,11 @@ def condition(params: Mapping[str, object]) -> dict[str, str]:
 
 
 def metric_rows(record: RunRecord, figure: str) -> list[MetricRow]:
-    """``metrics.csv`` rows of one run (real or simulated), one per metric in UNITS."""
+    """``metrics.csv`` rows of one run (real or simulated), one per metric in METRICS."""
     cond = condition(record.params)
     rows = []
-    for metric, unit in UNITS.items():
+    for metric in METRICS:
+        unit = unit_of(metric)
         value = record.metrics.get(metric, math.nan)
         if not isinstance(value, int | float):
             raise UserError(f"metric {metric} is not a number: {value!r}")

@@ -27,6 +27,7 @@ from mqoe.device.profiles import load_profile
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import write_outputs
 from mqoe.experiments.parallel import map_jobs
+from mqoe.metrics.units import unit_of
 from mqoe.results import MetricRow
 from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
@@ -35,18 +36,19 @@ from mqoe.workloads.runner import run_scenario
 PROFILE = "nexus-5"  # the client phone; spiral is network-bound (its CPU is not modelled)
 SEED = 1
 TOP_RATE_KBPS = 1750.0  # spec 03: the top rung, sustainable by a 2500 kbit/s fair share
-UNITS = {
-    "rate_alone_kbps": "kbit/s",
-    "rate_competing_kbps": "kbit/s",
-    "rate_competing_min_kbps": "kbit/s",
-    "video_tput_alone_kbps": "kbit/s",
-    "video_tput_competing_kbps": "kbit/s",
-    "competitor_tput_kbps": "kbit/s",
-    "jain_index": "ratio",
-    "rebuffer_s": "s",
-    "video_retransmits": "segments",
-    "bottleneck_drops": "packets",
-}
+# The spiral's metrics in metrics.csv, in order (units: mqoe.metrics.units).
+METRICS = (
+    "rate_alone_kbps",
+    "rate_competing_kbps",
+    "rate_competing_min_kbps",
+    "video_tput_alone_kbps",
+    "video_tput_competing_kbps",
+    "competitor_tput_kbps",
+    "jain_index",
+    "rebuffer_s",
+    "video_retransmits",
+    "bottleneck_drops",
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ def metric_rows(results: list[tuple[Case, RunRecord]]) -> list[MetricRow]:
     rows = []
     for case, record in results:
         condition = {"buffer_kbit": str(case.buffer_kbit), "mode": case.mode}
-        for metric, unit in UNITS.items():
+        for metric in METRICS:
+            unit = unit_of(metric)
             value = record.metrics.get(metric, math.nan)
             assert isinstance(value, int | float)
             rows.append(MetricRow("spiral", PROFILE, condition, metric, float(value), unit))
@@ -206,7 +209,7 @@ def _markdown_table(frame: pd.DataFrame) -> str:
 def summary_markdown(results: list[tuple[Case, RunRecord]], quick: bool) -> str:
     table = pd.DataFrame(
         [
-            {"case": case.label, **{k: record.metrics.get(k) for k in UNITS}}
+            {"case": case.label, **{k: record.metrics.get(k) for k in METRICS}}
             for case, record in results
         ]
     )

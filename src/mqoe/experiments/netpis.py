@@ -35,6 +35,7 @@ from mqoe.device.profiles import load_profile
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
+from mqoe.metrics.units import unit_of
 from mqoe.policies.netpis import Allocator, SocketObservation
 from mqoe.results import MetricRow
 from mqoe.results.comparison import ComparisonRow, write_comparison_csv
@@ -202,19 +203,6 @@ def tables(results: list[tuple[Job, RunRecord]]) -> dict[str, pd.DataFrame]:
             "memory": pd.DataFrame(memory)}  # fmt: skip
 
 
-UNITS = {
-    "fg_bytes_at_60s": "bytes",
-    "fg_bytes_at_60s_sd": "bytes",
-    "fg_bytes_total": "bytes",
-    "bg_bytes_total": "bytes",
-    "bg_recovery_s": "s",
-    "service_s_alone": "s",
-    "service_s_netpis": "s",
-    "delay_s": "s",
-    "rcvbuf_mb": "MiB",
-}
-
-
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in r.items()} for r in frame.to_dict("records")]
 
@@ -229,11 +217,13 @@ def metric_rows(t: dict[str, pd.DataFrame]) -> list[MetricRow]:
                 "fg_rcvbuf": str(row["fg_rcvbuf"]),
                 "variant": str(row["variant"]),
             }
-            rows.append(MetricRow("netpis-seq", PROFILE, condition, m, float(row[m]), UNITS[m]))
+            rows.append(MetricRow("netpis-seq", PROFILE, condition, m, float(row[m]), unit_of(m)))
     for row in _records(t["service"]):
         for m in ("service_s_alone", "service_s_netpis", "delay_s"):
             condition = {"video": str(row["video"])}
-            rows.append(MetricRow("netpis-service", PROFILE, condition, m, float(row[m]), UNITS[m]))
+            rows.append(
+                MetricRow("netpis-service", PROFILE, condition, m, float(row[m]), unit_of(m))
+            )
     for row in _records(t["memory"]):
         condition = {"app": str(row["app"]), "variant": str(row["variant"])}
         rows.append(
