@@ -199,3 +199,15 @@ def test_psi_mode_kills_on_a_full_stall() -> None:
     assert not bg.alive  # critical PSI: the highest adj goes first
     assert fg.alive
     assert p.lmkd.kills[0].reason == "critical PSI"
+
+
+def test_the_lmk_modes_are_the_registry_of_triggers() -> None:
+    from typing import get_args
+
+    from mqoe.device.lmk import LMK_TRIGGERS
+    from mqoe.device.profiles.schema import LmkSpec
+
+    modes = get_args(LmkSpec.model_fields["mode"].annotation)
+    assert set(LMK_TRIGGERS) == set(modes)
+    assert all(trigger.name == name for name, trigger in LMK_TRIGGERS.items())
+    assert [n for n, t in LMK_TRIGGERS.items() if t.in_kernel] == ["minfree"]

@@ -1,6 +1,7 @@
 """lmkd (the low-memory killer daemon) and ActivityManager's trim signals (spec 06).
 
-lmkd modes:
+lmkd modes — what makes it kill, a :class:`KillTrigger` from :data:`LMK_TRIGGERS`
+chosen by the profile's ``[lmk] mode``:
 
 * ``vmpressure`` (legacy lmkd, spec 01): a vmpressure *medium* sample makes processes
   with oom_score_adj ≥ ``medium_adj`` (cached/background) killable, *critical* makes
@@ -32,6 +33,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import ClassVar, Protocol
 
 from mqoe.device.cpu import Cpu, RealTime
 from mqoe.device.memory import Memory, VmPressure
@@ -104,20 +106,15 @@ class Lmkd:
         self.thread = cpu.thread("lmkd", RealTime(1), process="lmkd")  # SCHED_FIFO, lmkd.cpp
         self.kills: list[Kill] = []
         self._busy = False
-        partial = spec.psi_partial_stall_ms or (200 if low_ram else 70)
-        self._psi_partial_ns = ms(partial)
-        self._thrashing_limit = 30 if low_ram else 100  # % (spec 06)
+        self.low_ram = low_ram
+        # What makes it kill: the profile's mode, from the registry of triggers.
+        self.trigger = LMK_TRIGGERS[spec.mode]()
         # Per-app memory cgroups: lmkd writes their soft limits (not with the in-kernel
         # LMK, whose interface cmd_procprio leaves at once).
-        self.per_app_memcg = spec.per_app_memcg and spec.mode != "minfree"
+        self.per_app_memcg = spec.per_app_memcg and not self.trigger.in_kernel
         if self.per_app_memcg:
             memory.soft_limit = self.soft_limit_pages
-        if spec.mode == "vmpressure":
-            memory.vmpressure_listeners.append(self._on_vmpressure)
-        elif spec.mode == "minfree":
-            memory.shrinker_listeners.append(self._on_shrink)
-        else:
-            env.process(self._psi_monitor(), "lmkd-psi")
+        self.trigger.install(self)
 
     def soft_limit_pages(self, process: Process) -> int | None:
         """The soft limit of ``process``'s memory cgroup in pages (None: it has none —
@@ -162,16 +159,6 @@ class Lmkd:
                 level = "medium"
         return level
 
-    def _on_vmpressure(self, sample: VmPressure) -> None:
-        if self._busy:
-            return
-        level = self.filtered_level(sample.level)
-        if level == "critical":
-            upgraded = "" if sample.level == "critical" else f"{sample.level}→"
-            self._request(self.spec.critical_adj, f"vmpressure {upgraded}critical")
-        elif level == "medium":
-            self._request(self.spec.medium_adj, "vmpressure medium")
-
     def minfree_level(self) -> tuple[int, int] | None:
         """The in-kernel LMK's choice (lowmem_scan): (minfree KB of the matched level,
         minimum killable adj), or None while memory is above every level."""
@@ -195,46 +182,15 @@ class Lmkd:
         swap_free = total - self.memory.zram_stored
         return (swap_free * 2 < total) + (swap_free * 4 < total)
 
-    def _on_shrink(self) -> None:
-        if self._busy:  # lowmem_deathpending: a victim is still dying
-            return
-        level = self.minfree_level()
-        if level is not None:
-            self._request(level[1], f"minfree {level[0]} KB")
-
-    def _psi_monitor(self) -> Generator[Event, object, None]:
-        history: deque[tuple[int, int, int, int]] = deque()
-        memory = self.memory
-        while True:
-            yield self.env.timeout(_PSI_POLL_NS)
-            memory._account_psi()
-            now = self.env.now
-            history.append((now, memory.psi_some_ns, memory.psi_full_ns, memory.workingset_refault))
-            while history and history[0][0] < now - _PSI_WINDOW_NS:
-                history.popleft()
-            _, some0, full0, refault0 = history[0]
-            some, full = memory.psi_some_ns - some0, memory.psi_full_ns - full0
-            fired = True
-            if full >= ms(self.spec.psi_complete_stall_ms):
-                self._request(0, "critical PSI")
-            elif some >= self._psi_partial_ns:
-                file_lru = max(1, memory.file_pages)
-                thrashing = (memory.workingset_refault - refault0) * 100 / file_lru
-                if memory.free_pages < memory.low_wmark:
-                    self._request(PERCEPTIBLE_APP_ADJ + 1, "low watermark")
-                elif thrashing >= self._thrashing_limit:
-                    self._request(PERCEPTIBLE_APP_ADJ + 1, "thrashing")
-                else:
-                    fired = False
-            else:
-                fired = False
-            if fired:  # a kernel PSI trigger fires at most once per tracking window
-                history.clear()
-                history.append((now, memory.psi_some_ns, memory.psi_full_ns,
-                                memory.workingset_refault))  # fmt: skip
-
     # -- killing ----------------------------------------------------------------------
-    def _request(self, min_adj: int, reason: str) -> None:
+    @property
+    def busy(self) -> bool:
+        """A victim of the last kill is still dying (lmkd handles no new event)."""
+        return self._busy
+
+    def request(self, min_adj: int, reason: str) -> None:
+        """A trigger asks for a kill of the highest adj ≥ ``min_adj`` (ignored while a
+        victim of the last one is still dying: one kill per event)."""
         if self._busy:
             return
         self._busy = True
@@ -248,7 +204,7 @@ class Lmkd:
         eligible = [p for p in self.processes.alive if adj(p) >= min_adj]
         if not eligible:
             return None
-        if self.spec.kill_heaviest_task or self.spec.mode == "minfree":
+        if self.spec.kill_heaviest_task or self.trigger.in_kernel:
             return max(eligible, key=lambda p: (adj(p), p.rss_pages, p.pid))
         return max(eligible, key=lambda p: (adj(p), -p.adj_seq))
 
@@ -274,6 +230,114 @@ class Lmkd:
             self.cpu.exit(thread)
         self.processes.mark_killed(process, now, reason)
         self.env.schedule(ms(self.spec.kill_free_delay_ms), lambda _: self.memory.release(process))
+
+
+# -- what makes it kill: triggers behind a protocol, chosen by the profile's lmk.mode -----
+class KillTrigger(Protocol):
+    """What makes lmkd kill: :meth:`install` subscribes to the memory model's signals
+    and calls :meth:`Lmkd.request` with the minimum killable adj. ``in_kernel``: the
+    in-kernel LMK (a shrinker) rather than the userspace daemon — it kills the heaviest
+    of the equals and knows nothing of per-app memory cgroups."""
+
+    name: ClassVar[str]
+    in_kernel: ClassVar[bool]
+
+    def install(self, lmkd: Lmkd) -> None: ...
+
+
+class VmpressureTrigger:
+    """Legacy lmkd: vmpressure *medium* makes cached/background processes
+    (≥ ``medium_adj``) killable, *critical* everything ≥ ``critical_adj``, after lmkd's
+    swap filter (:meth:`Lmkd.filtered_level`)."""
+
+    name: ClassVar[str] = "vmpressure"
+    in_kernel: ClassVar[bool] = False
+
+    def install(self, lmkd: Lmkd) -> None:
+        def on_sample(sample: VmPressure) -> None:
+            if lmkd.busy:
+                return
+            level = lmkd.filtered_level(sample.level)
+            if level == "critical":
+                upgraded = "" if sample.level == "critical" else f"{sample.level}→"
+                lmkd.request(lmkd.spec.critical_adj, f"vmpressure {upgraded}critical")
+            elif level == "medium":
+                lmkd.request(lmkd.spec.medium_adj, "vmpressure medium")
+
+        lmkd.memory.vmpressure_listeners.append(on_sample)
+
+
+class MinfreeTrigger:
+    """The in-kernel LMK: after every reclaim pass, the minfree level the free memory and
+    the file cache are both under (:meth:`Lmkd.minfree_level`)."""
+
+    name: ClassVar[str] = "minfree"
+    in_kernel: ClassVar[bool] = True
+
+    def install(self, lmkd: Lmkd) -> None:
+        def on_shrink() -> None:
+            if lmkd.busy:  # lowmem_deathpending: a victim is still dying
+                return
+            level = lmkd.minfree_level()
+            if level is not None:
+                lmkd.request(level[1], f"minfree {level[0]} KB")
+
+        lmkd.memory.shrinker_listeners.append(on_shrink)
+
+
+class PsiTrigger:
+    """lmkd on PSI: polls memory pressure over 1 s windows; a "full" stall ≥
+    ``psi_complete_stall_ms`` is critical (adj ≥ 0), a "some" stall ≥ the partial
+    threshold with free memory under the low watermark or heavy refaulting kills adj >
+    200 (simplified from lmkd.cpp's reasons)."""
+
+    name: ClassVar[str] = "psi"
+    in_kernel: ClassVar[bool] = False
+
+    def install(self, lmkd: Lmkd) -> None:
+        partial = lmkd.spec.psi_partial_stall_ms or (200 if lmkd.low_ram else 70)
+        self.partial_ns = ms(partial)
+        self.thrashing_limit = 30 if lmkd.low_ram else 100  # %
+        lmkd.env.process(self._monitor(lmkd), "lmkd-psi")
+
+    def _monitor(self, lmkd: Lmkd) -> Generator[Event, object, None]:
+        history: deque[tuple[int, int, int, int]] = deque()
+        memory = lmkd.memory
+        while True:
+            yield lmkd.env.timeout(_PSI_POLL_NS)
+            memory._account_psi()
+            now = lmkd.env.now
+            history.append((now, memory.psi_some_ns, memory.psi_full_ns, memory.workingset_refault))
+            while history and history[0][0] < now - _PSI_WINDOW_NS:
+                history.popleft()
+            _, some0, full0, refault0 = history[0]
+            some, full = memory.psi_some_ns - some0, memory.psi_full_ns - full0
+            fired = True
+            if full >= ms(lmkd.spec.psi_complete_stall_ms):
+                lmkd.request(0, "critical PSI")
+            elif some >= self.partial_ns:
+                file_lru = max(1, memory.file_pages)
+                thrashing = (memory.workingset_refault - refault0) * 100 / file_lru
+                if memory.free_pages < memory.low_wmark:
+                    lmkd.request(PERCEPTIBLE_APP_ADJ + 1, "low watermark")
+                elif thrashing >= self.thrashing_limit:
+                    lmkd.request(PERCEPTIBLE_APP_ADJ + 1, "thrashing")
+                else:
+                    fired = False
+            else:
+                fired = False
+            if fired:  # a kernel PSI trigger fires at most once per tracking window
+                history.clear()
+                history.append((now, memory.psi_some_ns, memory.psi_full_ns,
+                                memory.workingset_refault))  # fmt: skip
+
+
+# The explicit registry (the profile's [lmk] mode names one): a new trigger is one line.
+LMK_TRIGGERS: dict[str, type[KillTrigger]] = {
+    "vmpressure": VmpressureTrigger,
+    "minfree": MinfreeTrigger,
+    "psi": PsiTrigger,
+}
 
 
 class TrimSignals:
