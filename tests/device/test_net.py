@@ -267,3 +267,35 @@ def test_a_window_limited_sender_does_not_grow_a_cwnd_it_cannot_use() -> None:
     assert rwnd == 20 * MSS and cwnd <= 2 * rwnd + 2 * MSS  # + one delayed ACK's growth
     unvalidated, _ = _clamped_cwnd(validation=False)
     assert unvalidated > 100 * MSS  # every ACK grew it, though never more than 20 were out
+
+
+def test_a_congestion_control_plugs_in_through_the_registry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mqoe.device.net.tcp import CONGESTION_CONTROLS, NewReno, TcpSender
+
+    class Timid(NewReno):
+        """NewReno that never grows past four segments (a stand-in for a new algorithm)."""
+
+        name = "timid"
+
+        def cong_avoid(self, sender: TcpSender, acked: int, now_ns: int) -> None:
+            sender.cwnd = min(sender.cwnd + sender.mss * acked / sender.cwnd, 4.0 * sender.mss)
+
+        def ssthresh(self, sender: TcpSender) -> float:
+            return 2.0 * sender.mss
+
+    with pytest.raises(ValueError, match="congestion_control must be one of cubic, newreno"):
+        TcpConfig(congestion_control="timid")
+    monkeypatch.setitem(CONGESTION_CONTROLS, "timid", Timid)
+    goodput = {}
+    for cc in ("newreno", "timid"):
+        env = Environment()
+        net = dumbbell(env, queue_bytes=60_000, rate_bps=10e6, rtt_ms=40.0)
+        flow = BulkFlow(net, "b", "client", TcpConfig(congestion_control=cc, hystart=False))
+        flow.start()
+        env.run(seconds(10))
+        assert isinstance(flow.connection.sender.cc, CONGESTION_CONTROLS[cc])
+        goodput[cc] = flow.bytes_received
+    # Four segments per 40 ms RTT is ~1.2 Mbit/s: far below the link once slow start ends.
+    assert goodput["timid"] < 0.5 * goodput["newreno"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal, Protocol
 
 from mqoe.device.net.link import Link, Packet, send
 from mqoe.engine import Environment, Timer, ms
@@ -54,7 +54,9 @@ class TcpConfig:
 
     mss_bytes: int = 1460  # Ethernet MTU 1500 − 40 bytes of headers
     initial_window_segments: int = 10  # RFC 6928 (Linux ≥ 2.6.39); 4 per RFC 3390
-    congestion_control: Literal["newreno", "cubic"] = "cubic"  # Linux default since 2.6.19
+    # A name in CONGESTION_CONTROLS (net.ipv4.tcp_congestion_control); Linux's default
+    # since 2.6.19 is cubic.
+    congestion_control: str = "cubic"
     restart_after_idle: bool = True  # net.ipv4.tcp_slow_start_after_idle = 1
     sack: bool = True  # net.ipv4.tcp_sack = 1 (RFC 2018); False = NewReno recovery only
     hystart: bool = True  # CUBIC's HyStart delay-increase exit (Linux tcp_cubic hystart=1)
@@ -83,25 +85,79 @@ class TcpConfig:
             raise ValueError("mss, initial window and receive buffer must be positive")
         if self.ack_counting not in ("bytes", "per-ack"):
             raise ValueError(f"ack_counting must be bytes or per-ack, got {self.ack_counting!r}")
-        if self.congestion_control not in ("newreno", "cubic"):
+        if self.congestion_control not in CONGESTION_CONTROLS:
+            names = ", ".join(sorted(CONGESTION_CONTROLS))
             raise ValueError(
-                f"congestion_control must be newreno or cubic, got {self.congestion_control!r}"
+                f"congestion_control must be one of {names}, got {self.congestion_control!r}"
             )
 
 
-class _Cubic:
-    """CUBIC window growth (RFC 8312), in segments, with fast convergence."""
+class CongestionControl(Protocol):
+    """A congestion-control algorithm, as Linux's ``tcp_congestion_ops``: the sender
+    does slow start, loss detection and recovery itself and asks the algorithm for what
+    differs between them. One instance per connection (it may keep state)."""
 
+    name: ClassVar[str]
+
+    def ssthresh(self, sender: TcpSender) -> float:
+        """The slow-start threshold (bytes) after a loss (fast retransmit or timeout)."""
+        ...
+
+    def cong_avoid(self, sender: TcpSender, acked: int, now_ns: int) -> None:
+        """Grow ``sender.cwnd`` (bytes) for ``acked`` bytes in congestion avoidance."""
+        ...
+
+    def pkts_acked(self, sender: TcpSender, rtt_ns: int) -> None:
+        """An RTT sample from an ACK (HyStart's hook)."""
+        ...
+
+    def restart(self, sender: TcpSender) -> None:
+        """The window restarts after idle (CA_EVENT_CWND_RESTART)."""
+        ...
+
+
+class NewReno:
+    """RFC 5681 / 6582 congestion avoidance: one MSS per window, half the flight on loss."""
+
+    name: ClassVar[str] = "newreno"
+
+    def ssthresh(self, sender: TcpSender) -> float:
+        return max((sender.snd_max - sender.snd_una) / 2, 2.0 * sender.mss)
+
+    def cong_avoid(self, sender: TcpSender, acked: int, now_ns: int) -> None:
+        sender.cwnd += sender.mss * acked / sender.cwnd
+
+    def pkts_acked(self, sender: TcpSender, rtt_ns: int) -> None:
+        pass
+
+    def restart(self, sender: TcpSender) -> None:
+        pass
+
+
+class Cubic:
+    """CUBIC window growth (RFC 8312), in segments, with fast convergence, and HyStart's
+    delay-increase exit from slow start (Linux tcp_cubic, ``hystart=1``)."""
+
+    name: ClassVar[str] = "cubic"
     C = 0.4
     BETA = 0.7
 
-    __slots__ = ("epoch_ns", "k", "origin", "w_last_max")
+    __slots__ = ("epoch_ns", "k", "min_rtt_ns", "origin", "round_end", "round_min_ns",
+                 "round_samples", "w_last_max")  # fmt: skip
 
     def __init__(self) -> None:
         self.epoch_ns = -1
         self.w_last_max = 0.0
         self.origin = 0.0
         self.k = 0.0
+        # HyStart (delay increase): per-round minimum RTT of the first 8 samples.
+        self.min_rtt_ns = float(_INFINITE)
+        self.round_end = 0
+        self.round_min_ns = float(_INFINITE)
+        self.round_samples = 0
+
+    def ssthresh(self, sender: TcpSender) -> float:
+        return self.on_loss(sender.cwnd / sender.mss) * sender.mss
 
     def on_loss(self, cwnd_segs: float) -> float:
         """New ssthresh (segments) after a loss; starts a new epoch."""
@@ -112,8 +168,17 @@ class _Cubic:
         self.epoch_ns = -1
         return max(cwnd_segs * self.BETA, 2.0)
 
-    def reset(self) -> None:
+    def restart(self, sender: TcpSender) -> None:
         self.epoch_ns = -1
+
+    def cong_avoid(self, sender: TcpSender, acked: int, now_ns: int) -> None:
+        mss = sender.mss
+        cwnd_segs = sender.cwnd / mss
+        target = self.target(now_ns, cwnd_segs, sender.srtt_ns or 1e6)
+        if target > cwnd_segs:
+            sender.cwnd += mss * (target - cwnd_segs) / cwnd_segs * (acked / mss)
+        else:
+            sender.cwnd += mss * 0.01 * acked / sender.cwnd  # cubic's slow probe near W_max
 
     def target(self, now_ns: int, cwnd_segs: float, srtt_ns: float) -> float:
         """The window CUBIC aims for one RTT ahead (with the TCP-friendly floor)."""
@@ -132,6 +197,30 @@ class _Cubic:
             (now_ns - self.epoch_ns) / max(srtt_ns, 1.0)
         )
         return max(target, reno)
+
+    def pkts_acked(self, sender: TcpSender, rtt_ns: int) -> None:
+        """Leave slow start when a round's RTT rises clearly above the minimum (Linux
+        bictcp_hystart_update, HYSTART_DELAY: +clamp(min_rtt/8, 4 ms, 16 ms))."""
+        if not (sender.cfg.hystart and sender.cwnd < sender.ssthresh):
+            return
+        self.min_rtt_ns = min(self.min_rtt_ns, rtt_ns)
+        if sender.snd_una >= self.round_end:
+            self.round_end = sender.snd_nxt
+            self.round_min_ns = float(_INFINITE)
+            self.round_samples = 0
+        if self.round_samples >= 8:
+            return
+        self.round_samples += 1
+        self.round_min_ns = min(self.round_min_ns, rtt_ns)
+        if self.round_samples == 8 and sender.cwnd >= 16 * sender.mss:
+            threshold = min(max(self.min_rtt_ns / 8, ms(4)), ms(16))
+            if self.round_min_ns >= self.min_rtt_ns + threshold:
+                sender.ssthresh = sender.cwnd
+
+
+# The explicit registry (TcpConfig.congestion_control names one): a new algorithm is a
+# class with the CongestionControl hooks and one line here.
+CONGESTION_CONTROLS: dict[str, type[CongestionControl]] = {"newreno": NewReno, "cubic": Cubic}
 
 
 class _Scoreboard:
@@ -219,7 +308,7 @@ class TcpSender:
         self.rto_ns = TCP_TIMEOUT_INIT_NS
         self._rto_timer: Timer | None = None
         self._last_send_ns = -_INFINITE
-        self._cubic = _Cubic() if cfg.congestion_control == "cubic" else None
+        self.cc: CongestionControl = CONGESTION_CONTROLS[cfg.congestion_control]()
         self._per_ack = cfg.ack_counting == "per-ack"
         self._validate = cfg.cwnd_validation
         self._is_cwnd_limited = False  # tcp_cwnd_validate state for the current round
@@ -232,11 +321,6 @@ class TcpSender:
         self._prr_delivered = 0
         self._prr_out = 0
         self._prr_mark = 0
-        # HyStart (delay increase): per-round minimum RTT of the first 8 samples.
-        self._min_rtt_ns = float(_INFINITE)
-        self._round_end = 0
-        self._round_min_ns = float(_INFINITE)
-        self._round_samples = 0
         # Counters and series.
         self.bytes_sent = 0
         self.segments_sent = 0
@@ -392,8 +476,7 @@ class TcpSender:
             cwnd /= 2
             idle -= self.rto_ns
         self.cwnd = max(cwnd, restart)
-        if self._cubic is not None:
-            self._cubic.reset()
+        self.cc.restart(self)
         self._sample(force=True)
 
     # -- timers -----------------------------------------------------------------------
@@ -413,11 +496,7 @@ class TcpSender:
                 self._arm_rto()
             return
         self.timeouts += 1
-        flight = self.snd_max - self.snd_una
-        if self._cubic is not None:
-            self.ssthresh = self._cubic.on_loss(self.cwnd / self.mss) * self.mss
-        else:
-            self.ssthresh = max(flight / 2, 2.0 * self.mss)
+        self.ssthresh = self.cc.ssthresh(self)
         self.cwnd = float(self.mss)  # loss window (RFC 5681 §3.1)
         self.in_recovery = False
         self.dupacks = 0
@@ -450,8 +529,7 @@ class TcpSender:
             self.snd_nxt = ack
         if tsecr != NO_TIMESTAMP:
             self._rtt_sample(now - tsecr)
-            if self._cubic is not None and self.cfg.hystart and self.cwnd < self.ssthresh:
-                self._hystart(now - tsecr)
+            self.cc.pkts_acked(self, now - tsecr)
         if self.in_recovery:
             if ack >= self.recover:  # full ACK: leave recovery with cwnd = ssthresh
                 self.in_recovery = False  # (Linux tcp_end_cwnd_reduction; RFC 6582 §3.2 5)
@@ -479,15 +557,7 @@ class TcpSender:
         if self.cwnd < self.ssthresh:  # slow start: one MSS per MSS acked
             self.cwnd = min(self.cwnd + acked, max(self.ssthresh, self.cwnd))
             return
-        if self._cubic is None:  # Reno: one MSS per window
-            self.cwnd += mss * acked / self.cwnd
-            return
-        cwnd_segs = self.cwnd / mss
-        target = self._cubic.target(now, cwnd_segs, self.srtt_ns or 1e6)
-        if target > cwnd_segs:
-            self.cwnd += mss * (target - cwnd_segs) / cwnd_segs * (acked / mss)
-        else:
-            self.cwnd += mss * 0.01 * acked / self.cwnd  # cubic's slow probe near W_max
+        self.cc.cong_avoid(self, acked, now)
 
     def _dupack(self) -> None:
         self.dupacks += 1
@@ -515,10 +585,7 @@ class TcpSender:
     def _fast_retransmit(self) -> None:
         self.fast_retransmits += 1
         flight = self.snd_max - self.snd_una
-        if self._cubic is not None:
-            self.ssthresh = self._cubic.on_loss(self.cwnd / self.mss) * self.mss
-        else:
-            self.ssthresh = max(flight / 2, 2.0 * self.mss)
+        self.ssthresh = self.cc.ssthresh(self)
         self.in_recovery = True
         self.recover = self.snd_max
         self._arm_rto()
@@ -595,23 +662,6 @@ class TcpSender:
                 del marks[seq]
                 self._retx_next = min(self._retx_next, seq)
                 self.lost_retransmits += 1
-
-    def _hystart(self, rtt_ns: int) -> None:
-        """Leave slow start when a round's RTT rises clearly above the minimum (Linux
-        bictcp_hystart_update, HYSTART_DELAY: +clamp(min_rtt/8, 4 ms, 16 ms))."""
-        self._min_rtt_ns = min(self._min_rtt_ns, rtt_ns)
-        if self.snd_una >= self._round_end:
-            self._round_end = self.snd_nxt
-            self._round_min_ns = float(_INFINITE)
-            self._round_samples = 0
-        if self._round_samples >= 8:
-            return
-        self._round_samples += 1
-        self._round_min_ns = min(self._round_min_ns, rtt_ns)
-        if self._round_samples == 8 and self.cwnd >= 16 * self.mss:
-            threshold = min(max(self._min_rtt_ns / 8, ms(4)), ms(16))
-            if self._round_min_ns >= self._min_rtt_ns + threshold:
-                self.ssthresh = self.cwnd
 
     def _rtt_sample(self, rtt_ns: int) -> None:
         """RFC 6298 §2: SRTT/RTTVAR with α = 1/8, β = 1/4; RTO ≥ the Linux minimum."""
