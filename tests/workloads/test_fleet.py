@@ -397,3 +397,43 @@ def test_spec04_hardware_reads_the_fifteen_profiles() -> None:
     assert hw.cpu_speed[0] == 1.0 and hw.cpu_speed.max() > 3.0
     assert hw.ufs.tolist() == [False] * 10 + [True] * 5
     assert sorted(set(hw.android.tolist())) == [7, 8, 9]
+
+
+def test_the_fleet_takes_a_wam_policy_spec_and_its_vectorised_form() -> None:
+    from mqoe.policies.wam import Lazy, Practical
+
+    spec = FleetParams(phones=10, days=1, wam="practical:threshold_gb=2,group_pages=1024")
+    assert spec.policy() == Practical(threshold_gb=2.0, group_pages=1024)
+    knobs = FleetParams(phones=10, days=1, wam="practical", threshold_gb=2.0, group_pages=1024)
+    assert knobs.policy() == spec.policy()
+    assert FleetParams(phones=10, days=1, wam="lazy:start_hour=4").policy() == Lazy(4.0)
+    with pytest.raises(UserError, match="not both"):
+        FleetParams(phones=10, days=1, wam="practical:threshold_gb=2", threshold_gb=4.0)
+    with pytest.raises(UserError, match="wam='eager'"):
+        FleetParams(phones=10, days=1, wam="eager")
+
+
+def test_a_wam_policy_without_a_vectorised_form_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dataclasses import dataclass
+
+    import mqoe.policies.wam as wam
+    from mqoe.policies.wam import RealTime
+
+    @dataclass(frozen=True)
+    class Eager(RealTime):
+        pass
+
+    monkeypatch.setitem(wam.WAM_POLICIES, "eager", Eager)
+    with pytest.raises(UserError, match="no vectorised form"):
+        FleetParams(phones=10, days=1, wam="eager")
+
+
+def test_lazy_trims_start_at_the_policys_hour() -> None:
+    at_3 = run_fleet(FleetParams(phones=300, days=7, seed=5, wam="lazy"))
+    at_5 = run_fleet(FleetParams(phones=300, days=7, seed=5, wam="lazy:start_hour=5"))
+    hours = [t["start_s"] % 86_400 / 3600 for t in (at_3.trims, at_5.trims)]
+    assert len(hours[0]) > 100 and len(hours[1]) > 100
+    assert hours[0].min() == pytest.approx(3.0) and hours[0].median() < 5.0
+    assert hours[1].min() == pytest.approx(5.0)

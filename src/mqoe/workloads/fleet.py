@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -46,7 +46,7 @@ import pandas as pd
 from mqoe.analysis.anr.report import ZipfFit, fit_zipf
 from mqoe.engine import RandomStreams, validate_seed
 from mqoe.errors import UserError
-from mqoe.policies.wam import GROUP_PAGES
+from mqoe.policies.wam import GROUP_PAGES, Lazy, Practical, RealTime, WamPolicy, make_wam_policy
 from mqoe.workloads.fleet_usage import (
     DAY_S,
     GB,
@@ -67,7 +67,6 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-WamPolicy = Literal["realtime", "lazy", "practical"]
 BLOCK_PHONES = 500  # the unit of seeding and of work handed to a worker
 PAGE_BYTES = 4096
 
@@ -80,12 +79,14 @@ SYSTEM_APP = "system_server"
 
 @dataclass(frozen=True)
 class FleetParams:
-    """What to simulate. ``wam`` and its two knobs use the names of :mod:`mqoe.policies.wam`."""
+    """What to simulate. ``wam`` is a WAM policy spec of :mod:`mqoe.policies.wam`
+    (``"practical:threshold_gb=4"``); ``threshold_gb`` and ``group_pages`` set
+    practical WAM's knobs when the spec does not."""
 
     phones: int = 30_000  # spec 04: 30,000+ opt-in phones
     days: int = 21  # spec 04: three weeks
     seed: int = 0
-    wam: WamPolicy = "realtime"  # spec 04: real-time WAM is the default the study found
+    wam: str = "realtime"  # spec 04: real-time WAM is the default the study found
     threshold_gb: float = 6.0  # practical WAM: S_d that triggers a batched trim (spec 04)
     group_pages: int = 32_768  # practical WAM: pages per trim group (spec 04: 32 K)
     workers: int = 1  # processes sharing the blocks (results do not depend on it)
@@ -97,14 +98,37 @@ class FleetParams:
         validate_seed(self.seed)
         if self.phones < 1 or self.days < 1 or self.workers < 1:
             raise UserError("fleet: phones, days and workers must be at least 1")
-        if self.wam not in ("realtime", "lazy", "practical"):
-            raise UserError(f"fleet: wam={self.wam}: expected realtime, lazy or practical")
         if not (self.threshold_gb > 0 and math.isfinite(self.threshold_gb)):
             raise UserError(f"fleet: threshold_gb={self.threshold_gb}: expected a positive size")
         if self.group_pages < 1:
             raise UserError(f"fleet: group_pages={self.group_pages}: expected at least 1")
         if self.android not in ("profile", "mix", "7", "8", "9"):
             raise UserError(f"fleet: android={self.android}: expected profile, mix, 7, 8 or 9")
+        self.policy()  # the WAM spec is valid and has a vectorised form (UserError if not)
+
+    def policy(self) -> WamPolicy:
+        """The WAM policy object ``wam`` names, practical WAM's knobs from ``threshold_gb``
+        and ``group_pages`` unless its spec sets them (setting both ways is refused)."""
+        try:
+            policy = make_wam_policy(self.wam)
+        except (UserError, ValueError, TypeError) as exc:
+            raise UserError(f"fleet: wam={self.wam!r}: {exc}") from None
+        if type(policy) not in FLEET_WAM:
+            names = ", ".join(t.__name__ for t in FLEET_WAM)
+            raise UserError(f"fleet: wam={self.wam!r}: no vectorised form (the fleet has {names})")
+        knobs = {"threshold_gb": self.threshold_gb, "group_pages": self.group_pages}
+        changed = {k: v for k, v in knobs.items() if v != _FLEET_DEFAULTS[k]}
+        if isinstance(policy, Practical):
+            if ":" in self.wam and changed:
+                raise UserError(f"fleet: set {next(iter(changed))} in wam={self.wam!r} or as a "
+                                "parameter, not both")  # fmt: skip
+            if ":" not in self.wam:
+                policy = dataclasses.replace(policy, **knobs)  # type: ignore[arg-type]
+        return policy
+
+
+# The knobs' defaults, to tell a value the user set from one left alone.
+_FLEET_DEFAULTS = {f.name: f.default for f in dataclasses.fields(FleetParams)}
 
 
 @dataclass(frozen=True)
@@ -348,7 +372,11 @@ _TRIM_HOUR_S = 3 * HOUR_S
 
 
 def _lazy_trims(
-    timeline: Timeline, deletions: Deletions, rate: FloatArray
+    timeline: Timeline,
+    deletions: Deletions,
+    rate: FloatArray,
+    start_hour_s: float = _TRIM_HOUR_S,
+    group_bytes: float = _EXT4_GROUP_BYTES,
 ) -> tuple[_Trims, _Segments]:
     """Lazy WAM: each night, once idle and charging after 03:00, trim everything deleted
     since the last completed trim, uninterruptibly; unplugging kills the trim, and the
@@ -363,7 +391,7 @@ def _lazy_trims(
     for day in range(timeline.days):
         plug = timeline.sleep[:, day] + 900.0
         unplug = timeline.wake[:, day + 1]
-        t3 = timeline.phone_start(phones) + (day + 1) * DAY_S + _TRIM_HOUR_S
+        t3 = timeline.phone_start(phones) + (day + 1) * DAY_S + start_hour_s
         start = _idle_start(timeline, phones, np.maximum(t3, plug), _IDLE_S)
         pending = deletions.bytes_before(start) - covered
         ok = timeline.charging[:, day] & (start < unplug) & (pending > 0)
@@ -376,7 +404,7 @@ def _lazy_trims(
             _Trims(phones[ok], start[ok], end[ok], pending[ok], (end - start)[ok], done[ok])
         )
     trims = _Trims.concat(rows)
-    return trims, _trim_groups(trims, _EXT4_GROUP_BYTES / rate)
+    return trims, _trim_groups(trims, group_bytes / rate)
 
 
 def _groups(trims: _Trims, group_s: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
@@ -868,19 +896,48 @@ def _wam_segments(
     c: FleetConstants,
 ) -> tuple[_Trims, _Segments]:
     """The policy's batched trims (none under real-time WAM) and what fsyncs wait behind."""
-    if params.wam == "realtime":
-        period_end = timeline.phone_end(np.arange(timeline.n_phones))
-        return _Trims.concat([]), _realtime_segments(deletions, cost, period_end)
-    if params.wam == "lazy":
-        return _lazy_trims(timeline, deletions, cost.batched_bytes_s)
-    return _practical_trims(
-        timeline,
-        deletions,
-        cost.batched_bytes_s,
-        params.threshold_gb * GB,
-        params.group_pages * PAGE_BYTES,
-        c.input_timeout_s,
-    )
+    policy = params.policy()
+    return FLEET_WAM[type(policy)](policy, timeline, deletions, cost, c)
+
+
+# The fleet's vectorised form of each WAM policy class: the same decisions as the
+# policy's hooks (mqoe.policies.wam.WamPolicy) take per phone in the engine, computed
+# for every phone at once. A new policy runs in the fleet once it has an entry here.
+def _fleet_realtime(
+    policy: WamPolicy, timeline: Timeline, deletions: Deletions, cost: DiscardCost,
+    c: FleetConstants,
+) -> tuple[_Trims, _Segments]:  # fmt: skip
+    period_end = timeline.phone_end(np.arange(timeline.n_phones))
+    return _Trims.concat([]), _realtime_segments(deletions, cost, period_end)
+
+
+def _fleet_lazy(
+    policy: WamPolicy, timeline: Timeline, deletions: Deletions, cost: DiscardCost,
+    c: FleetConstants,
+) -> tuple[_Trims, _Segments]:  # fmt: skip
+    assert isinstance(policy, Lazy)
+    return _lazy_trims(timeline, deletions, cost.batched_bytes_s, policy.start_hour * HOUR_S,
+                       float(policy.group_pages * PAGE_BYTES))  # fmt: skip
+
+
+def _fleet_practical(
+    policy: WamPolicy, timeline: Timeline, deletions: Deletions, cost: DiscardCost,
+    c: FleetConstants,
+) -> tuple[_Trims, _Segments]:  # fmt: skip
+    assert isinstance(policy, Practical)
+    return _practical_trims(timeline, deletions, cost.batched_bytes_s,
+                            policy.threshold_gb * GB, policy.group_pages * PAGE_BYTES,
+                            c.input_timeout_s)  # fmt: skip
+
+
+FleetWam = Callable[
+    [WamPolicy, Timeline, Deletions, DiscardCost, FleetConstants], tuple[_Trims, _Segments]
+]
+FLEET_WAM: dict[type, FleetWam] = {
+    RealTime: _fleet_realtime,
+    Lazy: _fleet_lazy,
+    Practical: _fleet_practical,
+}
 
 
 def _waiter_rates(users: Users, c: FleetConstants) -> tuple[_WaiterRates, _WaiterRates]:
@@ -986,7 +1043,7 @@ def _block_tables(
             "trim_s": np.bincount(trims.phone[trim_keep], trims.busy_s[trim_keep], BLOCK_PHONES)[
                 :n
             ],
-            "realtime_discard_s": realtime_s[:n] if params.wam == "realtime" else 0.0,
+            "realtime_discard_s": realtime_s[:n] if params.policy().discard_on_delete() else 0.0,
         }
     )
     tp = trims.phone[trim_keep]
