@@ -42,7 +42,7 @@ from mqoe.metrics.units import unit_of
 from mqoe.results import MetricRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.base import params_dict, parse_params
-from mqoe.workloads.spiral import SpiralParams, spiral_metrics
+from mqoe.workloads.spiral import SPIRAL_METRICS, SpiralParams, spiral_metrics
 
 PROFILE = "nexus-5"  # the simulator's client phone (spiral is network-bound)
 SEED = 1
@@ -55,21 +55,7 @@ QUICK: Mapping[str, str] = {
     "settle_s": "4",
     "buffer_max_s": "16",
 }
-# A run's metrics in metrics.csv, in order (units: mqoe.metrics.units).
-METRICS = (
-    "rate_alone_kbps",
-    "rate_competing_kbps",
-    "rate_competing_min_kbps",
-    "video_tput_alone_kbps",
-    "video_tput_competing_kbps",
-    "competitor_tput_kbps",
-    "fair_share_kbps",
-    "jain_index",
-    "rebuffer_s",
-    "video_retransmits",
-    "competitor_retransmits",
-    "bottleneck_drops",
-)
+METRICS = SPIRAL_METRICS  # a run's metrics in metrics.csv, in order
 CONDITION_KEYS = ("buffer_kbit", "mode", "c", "connection", "restart_after_idle")
 
 

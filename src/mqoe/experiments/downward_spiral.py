@@ -32,23 +32,13 @@ from mqoe.results import MetricRow
 from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
 from mqoe.workloads.runner import run_scenario
+from mqoe.workloads.spiral import SPIRAL_METRICS, TESTBED_ONLY
 
 PROFILE = "nexus-5"  # the client phone; spiral is network-bound (its CPU is not modelled)
 SEED = 1
 TOP_RATE_KBPS = 1750.0  # spec 03: the top rung, sustainable by a 2500 kbit/s fair share
 # The spiral's metrics in metrics.csv, in order (units: mqoe.metrics.units).
-METRICS = (
-    "rate_alone_kbps",
-    "rate_competing_kbps",
-    "rate_competing_min_kbps",
-    "video_tput_alone_kbps",
-    "video_tput_competing_kbps",
-    "competitor_tput_kbps",
-    "jain_index",
-    "rebuffer_s",
-    "video_retransmits",
-    "bottleneck_drops",
-)
+METRICS = tuple(m for m in SPIRAL_METRICS if m not in TESTBED_ONLY)
 
 
 @dataclass(frozen=True)

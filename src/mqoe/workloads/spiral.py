@@ -39,6 +39,26 @@ from mqoe.workloads.base import ScenarioOutput, Session
 MODES = ("discrete", "continuous", "bba", "bola")
 
 
+# What a spiral run reports in metrics.csv, in this order, simulated or on the real-TCP
+# testbed (units: mqoe.metrics.units). The testbed adds TESTBED_ONLY; the simulator's
+# reproduction (mqoe.experiments.downward_spiral) reports the rest.
+SPIRAL_METRICS = (
+    "rate_alone_kbps",
+    "rate_competing_kbps",
+    "rate_competing_min_kbps",
+    "video_tput_alone_kbps",
+    "video_tput_competing_kbps",
+    "competitor_tput_kbps",
+    "fair_share_kbps",
+    "jain_index",
+    "rebuffer_s",
+    "video_retransmits",
+    "competitor_retransmits",
+    "bottleneck_drops",
+)
+TESTBED_ONLY = ("fair_share_kbps", "competitor_retransmits")
+
+
 @dataclass(frozen=True)
 class SpiralParams:
     duration_s: float = 800.0  # spec 03: competitor runs 400 s from t = 400 s
