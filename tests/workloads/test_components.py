@@ -35,7 +35,8 @@ def test_a_rule_object_replaces_the_rule_parameter_and_is_recorded() -> None:
     low, default = run({"abr": Lowest()}), run({})
     assert low["metrics"]["mean_bitrate_kbps"] < default["metrics"]["mean_bitrate_kbps"]
     assert low["params"]["component.abr"] == f'{__name__}.Lowest{{"rung": 0}}'
-    assert "component.abr" not in default["params"]
+    assert "component.abr" not in default["params"] and default["params"]["rule"] == "bba"
+    assert "rule" not in low["params"]  # replaced: the default rule did not run
     # The built-in rule as an object gives the same run as its name.
     named = run_scenario("trace-abr", load_profile("nokia-1"), 3, QUICK | {"rule": "bba"})
     as_object = run({"abr": BBA()})

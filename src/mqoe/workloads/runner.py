@@ -24,6 +24,7 @@ from mqoe.errors import UserError
 from mqoe.results import RunRecord
 from mqoe.workloads import get_scenario
 from mqoe.workloads.base import params_dict, parse_params
+from mqoe.workloads.components import SLOTS as COMPONENT_SLOTS
 from mqoe.workloads.components import describe
 from mqoe.workloads.components import validate as validate_components
 
@@ -96,6 +97,8 @@ def run_scenario(
                "cpu_power_mw": energy_j / (end_ns / 1e9) * 1e3 if end_ns else math.nan}  # fmt: skip
     wall_time_s = time.perf_counter() - wall_start
     stored_params = params_dict(params) | knobs
+    for slot in given:  # the component replaced the parameter: its default did not run
+        stored_params.pop(COMPONENT_SLOTS[slot].param, None)
     stored_params |= described
     return RunRecord(
         run_id=run_id_for(name, profile, seed, stored_params),
