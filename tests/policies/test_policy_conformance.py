@@ -60,7 +60,7 @@ class NoHooks:
     ("kind", "policy", "message"),
     [
         ("abr", OffTheLadder(), "not a Decision on the ladder"),
-        ("abr", object(), "has no choose"),
+        ("abr", object(), "needs choose"),
         ("gpu-compression", CompressesForeground(), "compresses the foreground app"),
         ("wam", NoHooks(), "lacks should_trim"),
     ],
@@ -109,3 +109,12 @@ def test_a_nondeterministic_registered_policy_is_refused(monkeypatch: pytest.Mon
 def test_an_unknown_kind_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unknown policy kind"):
         check_policy("tcp", "cubic")
+
+
+def test_a_plain_function_rule_is_checked_in_its_own_module() -> None:
+    def lowest(state: AbrState) -> int:
+        return 0
+
+    # This module imports time: the function is refused like a class defined here.
+    with pytest.raises(PolicyConformanceError, match=r"its module .* imports time"):
+        check_policy("abr", lowest)

@@ -37,11 +37,11 @@ from typing import Any
 
 from mqoe.policies.abr import (
     ABR_RULES,
-    AbrRule,
     AbrState,
     Decision,
     Download,
     Representation,
+    as_rule,
     make_rule,
 )
 from mqoe.policies.gpu_compression import COMPRESSION_POLICIES, make_compression_policy
@@ -101,7 +101,9 @@ def registered(kind: str) -> list[str]:
 
 # -- wall clock ------------------------------------------------------------------------
 def _no_clock_imports(policy: object, label: str) -> None:
-    module = sys.modules.get(type(policy).__module__)
+    # An instance's __module__ is its class's; a plain function (an ABR rule may be one)
+    # has its own.
+    module = sys.modules.get(getattr(policy, "__module__", None) or type(policy).__module__)
     if module is None or inspect.isbuiltin(policy):
         return
     with contextlib.suppress(OSError, TypeError):
@@ -149,9 +151,11 @@ _LADDER = tuple(
 )
 
 
-def _drive_abr(rule: object, rng: random.Random) -> list[object]:
-    if not isinstance(rule, AbrRule):
-        raise PolicyConformanceError(f"abr {rule!r}: has no choose(state) method")
+def _drive_abr(policy: object, rng: random.Random) -> list[object]:
+    try:
+        rule = as_rule(policy)  # a rule object, or a plain function of the state
+    except TypeError as exc:
+        raise PolicyConformanceError(f"abr: {exc}") from None
     downloads: list[Download] = []
     answers: list[object] = []
     buffer_s, now_s, last = 0.0, 0.0, None
