@@ -86,7 +86,7 @@ class FleetParams:
     phones: int = 30_000  # spec 04: 30,000+ opt-in phones
     days: int = 21  # spec 04: three weeks
     seed: int = 0
-    wam: str = "realtime"  # spec 04: real-time WAM is the default the study found
+    wam: str = "realtime"  # real-time WAM: the default the study found (MobiCom 2020)
     threshold_gb: float = 6.0  # practical WAM: S_d that triggers a batched trim (spec 04)
     group_pages: int = 32_768  # practical WAM: pages per trim group (spec 04: 32 K)
     workers: int = 1  # processes sharing the blocks (results do not depend on it)
