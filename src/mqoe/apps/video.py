@@ -21,9 +21,13 @@ memory model: the host's baseline, decoder output buffers, compositor textures
 (both ∝ pixels × buffered frames) and the MSE source buffer (compressed chunks, ∝
 bitrate × buffered seconds). A kill by lmkd stops everything: a crash.
 
-Chunks come over a fast LAN that is never the bottleneck (as in the study): a 4 s chunk
-arrives after ``size / lan_mbps`` and its bytes go to the page cache (the browser's
-media cache) and the source buffer.
+Chunks come from a :class:`~mqoe.apps.segments.SegmentSource`: by default a fast LAN
+that is never the bottleneck (as in the study), where a 4 s chunk arrives after
+``size / lan_mbps``; or HTTP over the phone's own network and receive path
+(:class:`~mqoe.apps.segments.HttpSegments`). Its bytes go to the page cache (the
+browser's media cache) and the source buffer. When the playhead reaches a chunk that has
+not arrived, playback stalls (rebuffers) and the clock resumes with the chunk's first
+decoded frame, as players do when their buffer runs dry.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from collections import deque
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
+from mqoe.apps.segments import LanSegments, SegmentSource
 from mqoe.device.cpu import Fair, Thread
 from mqoe.device.phone import Phone
 from mqoe.device.process import FOREGROUND_APP_ADJ, Process
@@ -109,6 +114,7 @@ class VideoPlayer:
         gop_s: float = 2.0,
         lan_mbps: float = 100.0,
         autoplay: bool = True,
+        source: SegmentSource | None = None,
     ) -> None:
         if genre not in GENRES:
             raise ValueError(f"genre must be one of {', '.join(GENRES)}")
@@ -123,7 +129,7 @@ class VideoPlayer:
         self.segment_s = segment_s
         self.buffer_max_s = buffer_max_s
         self.gop_ns = seconds(gop_s)  # keyframe spacing (spec 01: 2 s GOP)
-        self.lan_mbps = lan_mbps
+        self.source: SegmentSource = source or LanSegments(lan_mbps)
         env, cpu = phone.env, phone.cpu
         self.process: Process = phone.processes.spawn(host.name, FOREGROUND_APP_ADJ, env.now)
         self.decoder = cpu.thread("MediaCodec", Fair(-2), process=host.name)
@@ -157,6 +163,9 @@ class VideoPlayer:
         self._wake_renderer: Event | None = None
         self._wake_network: Event | None = None
         self._start_ns = -1
+        self._chunk_ready_ns: list[int] = []  # when each chunk was in the source buffer
+        self.stalled_ns = 0  # playback clock paused for want of data (rebuffering)
+        self.stalls = 0
         self._frame_buffers_pages = 0
         self.process.on_kill.append(self._on_kill)
         phone.trims.listeners.append(self._on_trim)
@@ -164,6 +173,7 @@ class VideoPlayer:
         self._play: Event = env.event()
         if autoplay:
             self._play.succeed()
+        self.source.open(phone, self.process, self.network)
         self._procs = [env.process(self._boot_and_download(), "player")]
 
     # -- public results ---------------------------------------------------------------
@@ -176,7 +186,7 @@ class VideoPlayer:
         offsets plus whole frame periods in integer ns), so shown ≤ due always holds."""
         if self._start_ns < 0:
             return 0
-        elapsed = min(until_ns, self._end_ns()) - self._start_ns
+        elapsed = min(until_ns, self._end_ns()) - self._start_ns - self.stalled_ns
         due = 0
         for k, rep in enumerate(self._chunks):
             offset = seconds(k * self.segment_s)
@@ -225,7 +235,7 @@ class VideoPlayer:
         return width * h
 
     def _end_ns(self) -> int:
-        return self._start_ns + seconds(self.duration_s)
+        return self._start_ns + seconds(self.duration_s) + self.stalled_ns
 
     def _boot_and_download(self) -> Generator[Event, object, None]:
         memory, host = self.phone.memory, self.host
@@ -247,7 +257,10 @@ class VideoPlayer:
             self._nudge("_wake_decoder")
 
     def _buffered_s(self) -> float:
-        played = 0.0 if self._start_ns < 0 else (self.phone.env.now - self._start_ns) / 1e9
+        if self._start_ns < 0:
+            played = 0.0
+        else:
+            played = (self.phone.env.now - self._start_ns - self.stalled_ns) / 1e9
         return len(self._chunks) * self.segment_s - played
 
     def _wait_for_room(self, k: int) -> Generator[Event, object, None]:
@@ -268,13 +281,14 @@ class VideoPlayer:
         rep = decision.representation
         size = int(self.ladder[rep].bitrate_kbps * 125 * self.segment_s)
         start = env.now
-        yield env.timeout(max(1, round(size * 8 / (self.lan_mbps * 1e6) * 1e9)))
+        yield from self.source.fetch(size)
         pages = size // 4096 + 1
         yield from memory.add_page_cache(self.network, pages, dirty=True)  # media cache
         yield from memory.allocate(self.process, self.network, pages)  # MSE source buffer
         self.downloads.append(Download(k, rep, self.ladder[rep].bitrate_kbps, size,
                                        start / 1e9, env.now / 1e9))  # fmt: skip
         self._chunks.append(rep)
+        self._chunk_ready_ns.append(env.now)
 
     def _nudge(self, name: str) -> None:
         event = getattr(self, name)
@@ -326,7 +340,7 @@ class VideoPlayer:
         behind = self.host.skip_behind_s
         if behind is None or self._start_ns < 0:
             return False
-        clock = self.phone.env.now - self._start_ns
+        clock = self.phone.env.now - self._start_ns - self.stalled_ns
         if clock - at <= seconds(behind):
             return False
         self._skip_until_ns = -(-clock // self.gop_ns) * self.gop_ns
@@ -365,7 +379,13 @@ class VideoPlayer:
                 yield self._wake_renderer
                 continue
             offset, period, rep, weight = self._decoded.popleft()
-            due = self._start_ns + offset
+            due = self._start_ns + offset + self.stalled_ns
+            ready = self._chunk_ready_ns[int(offset // seconds(self.segment_s))]
+            if ready > due:  # its chunk came after the playhead got there: a stall
+                self.stalls += 1
+                self.stalled_ns += env.now - due
+                due = env.now
+                end = self._end_ns()
             if due >= end:
                 return
             if weight == SKIPPED:  # skipped to a keyframe: never decoded, never shown

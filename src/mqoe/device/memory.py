@@ -236,6 +236,7 @@ class Memory:
         self._pfmemalloc_wait: Event | None = None
         self.zram_stream_waits = 0  # reclaim passes that waited for a compression stream
         self.kswapd_wakeups = 0
+        self.atomic_failures = 0  # GFP_ATOMIC allocations refused (grow_pool_atomic)
         self.workingset_activate = 0
         self.evictions = 0  # file pages evicted (the node's inactive_age, mm/workingset.c)
         self.lru: LruModel = LRU_MODELS[spec.lru](self)
@@ -351,6 +352,24 @@ class Memory:
     def preload_mappings(self) -> int:
         """How many processes map the preloaded image (zygote and the Java processes)."""
         return 1 + sum(1 for p in self.processes.alive if self.maps_preload(p))
+
+    def grow_pool_atomic(self, name: str, pages: int) -> bool:
+        """A GFP_ATOMIC allocation into pool ``name`` (interrupt or softirq context: it
+        cannot sleep, so it never reclaims). It may dig below *min* into the atomic
+        reserve — __zone_watermark_ok lowers the mark by half for __GFP_HIGH and by a
+        quarter of that for ALLOC_HARDER, to 3/8 of *min* — and fails below that, as a
+        network driver's buffer allocation fails and the packet is dropped. Wakes kswapd
+        (__GFP_KSWAPD_RECLAIM) either way when free memory is under *low*."""
+        if pages < 0:
+            raise ValueError(f"pages must not be negative, got {pages}")
+        ok = self.free_pages - pages >= self.min_wmark * 3 // 8
+        if ok:
+            self.free_pages -= pages
+            self.kernel_pools[name] = self.kernel_pools.get(name, 0) + pages
+        else:
+            self.atomic_failures += 1
+        self._maybe_wake_kswapd()
+        return ok
 
     def shrink_pool(self, name: str, pages: int) -> None:
         """Pool ``name`` gives ``pages`` back to the free list."""

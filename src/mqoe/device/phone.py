@@ -3,7 +3,9 @@
 ``phone.cpu`` (cores and scheduler), ``phone.processes`` (pids, oom_score_adj),
 ``phone.storage`` (the I/O path and mmcqd), ``phone.memory`` (pages, kswapd, zRAM,
 refaults, vmpressure, PSI), ``phone.lmkd`` and ``phone.trims`` (low-memory killer and
-onTrimMemory), ``phone.net`` (the network the phone is a host of). The subsystems a
+onTrimMemory), ``phone.net`` (the network the phone is a host of) and, once a workload
+attaches it, ``phone.stack`` (the phone's receive path on that network:
+:meth:`Phone.attach_network`). The subsystems a
 workload configures are built here too, on its request, with the phone's own parts:
 :meth:`Phone.attach_gpu` (the GPU driver's buffers under a compression policy) and
 :meth:`Phone.attach_display` (V-Sync, BufferQueues and SurfaceFlinger). Workloads
@@ -13,7 +15,8 @@ constructs one (``tests/workloads/test_composition.py`` checks).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import random
+from collections.abc import Mapping, Sequence
 
 from mqoe.device.cpu import Cpu
 from mqoe.device.display import Display, DisplayConfig
@@ -21,7 +24,7 @@ from mqoe.device.gpu import CompressionPolicy, Gpu
 from mqoe.device.gpu_content import load_table
 from mqoe.device.lmk import Lmkd, TrimSignals
 from mqoe.device.memory import Memory
-from mqoe.device.net import Network
+from mqoe.device.net import NetStack, NetStackSpec, Network, WifiMedium
 from mqoe.device.process import Process, ProcessTable, sched_group
 from mqoe.device.profiles import DeviceProfile
 from mqoe.device.storage import Storage
@@ -60,6 +63,8 @@ class Phone:
         self.gpu: Gpu | None = None
         self.display: Display | None = None
         self._net: Network | None = None
+        self.stack: NetStack | None = None
+        self.wifi: WifiMedium | None = None
 
     def take_component(self, slot: str) -> object | None:
         """The policy object given for ``slot`` (``run_scenario(..., components=…)``),
@@ -77,6 +82,48 @@ class Phone:
         if self._net is None:
             self._net = Network(self.env)
         return self._net
+
+    def attach_network(self, host: str = "phone", spec: NetStackSpec | None = None) -> NetStack:
+        """Make host ``host`` of :attr:`net` this phone: its packets are processed in
+        softirq on its CPU, its sockets' queued data is charged to its memory, and its
+        apps read their sockets on their own threads (:mod:`mqoe.device.net.stack`).
+        Connections to ``host`` then need an owning process and thread. Once per phone;
+        without it, the network's hosts cost the phone nothing."""
+        if self.stack is not None:
+            raise RuntimeError("this phone's network stack is attached already")
+        self.stack = NetStack(self.env, self.cpu, self.memory, host, spec)
+        self.net.stacks[host] = self.stack
+        return self.stack
+
+    def attach_wifi(
+        self,
+        ap: str,
+        stations: Sequence[str],
+        *,
+        phy_mbps: float,
+        queue_bytes: int,
+        contention: str = "dcf",
+    ) -> WifiMedium:
+        """The Wi-Fi channel the phone is on: access point ``ap`` and ``stations`` (the
+        phone's host among them) on one 802.11 medium of ``phy_mbps``, every transmit
+        queue ``queue_bytes`` (:mod:`mqoe.device.net.wifi`). ``contention`` "dcf" draws
+        random backoffs (and collisions) from the run's seed; "fair" takes turns."""
+        if self.wifi is not None:
+            raise RuntimeError("this phone's Wi-Fi is attached already")
+        if contention not in ("dcf", "fair"):
+            raise ValueError("contention must be dcf or fair")
+        rng = None
+        if contention == "dcf":  # DCF's backoff draws: the run's seed decides them
+            rng = random.Random(int(self.env.rng("wifi").integers(1 << 62)))
+        self.wifi = WifiMedium(self.env, phy_mbps * 1e6, rng=rng)
+        self.net.add_wifi(
+            self.wifi,
+            ap,
+            list(stations),
+            ap_queue_bytes=queue_bytes,
+            station_queue_bytes=queue_bytes,
+        )
+        return self.wifi
 
     def attach_gpu(self, policy: CompressionPolicy) -> Gpu:
         """The GPU driver's buffer bookkeeping with ``policy`` compressing cached apps'

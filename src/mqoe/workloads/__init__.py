@@ -15,6 +15,7 @@ from mqoe.workloads.spiral import Spiral
 from mqoe.workloads.trace_player import TraceAbr
 from mqoe.workloads.ui_bench import UiBench
 from mqoe.workloads.video import Video
+from mqoe.workloads.video_stream import VideoStream
 
 SCENARIOS: dict[str, Scenario] = {
     scenario.name: scenario
@@ -27,6 +28,7 @@ SCENARIOS: dict[str, Scenario] = {
         TraceAbr(),
         UiBench(),
         Video(),
+        VideoStream(),
     )
 }
 

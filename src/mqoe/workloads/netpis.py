@@ -25,7 +25,6 @@ Modes:
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -214,19 +213,16 @@ class Controller:
 
 
 def _network(phone: Phone, params: NetPisScenarioParams) -> tuple[Network, WifiMedium]:
-    env, net = phone.env, phone.net
-    rng = None
-    if params.wifi == "dcf":  # DCF's backoff draws: the run's seed decides them
-        rng = random.Random(int(env.rng("wifi").integers(1 << 62)))
-    medium = WifiMedium(env, params.phy_mbps * 1e6, rng=rng)
     stations = ["phone", *(f"sta{i}" for i in range(params.other_stations))]
-    queue = int(params.ap_queue_kb * 1024)
-    net.add_wifi(medium, "ap", stations, ap_queue_bytes=queue, station_queue_bytes=queue)
+    medium = phone.attach_wifi(
+        "ap", stations, phy_mbps=params.phy_mbps, queue_bytes=int(params.ap_queue_kb * 1024),
+        contention=params.wifi,
+    )  # fmt: skip
     wired = 1e9  # servers' paths: 1 Gbit/s, never the bottleneck
     for server, rtt in (("video-server", params.video_rtt_ms), ("store-server",
                         params.store_rtt_ms), ("web-server", params.web_rtt_ms)):  # fmt: skip
-        net.add_link(server, "ap", wired, ms(rtt / 2), 1 << 24)
-    return net, medium
+        phone.net.add_link(server, "ap", wired, ms(rtt / 2), 1 << 24)
+    return phone.net, medium
 
 
 def _video(env: Environment, net: Network, tcp: TcpConfig, proc: Process, service: str,

@@ -19,6 +19,7 @@ from types import MappingProxyType
 import pandas as pd
 
 from mqoe.apps.background import PressureGenerator, boot_background, open_apps
+from mqoe.apps.segments import SegmentSource
 from mqoe.apps.system import boot_system
 from mqoe.apps.video import GENRES, HOSTS, VideoPlayer
 from mqoe.device.cpu import Fair
@@ -141,80 +142,95 @@ class Video:
     )
 
     def build(self, phone: Phone, params: VideoParams) -> Session:
-        env = phone.env
-        rng = env.rng("background")
-        if params.system:
-            boot_system(phone)
-        boot_background(phone, params.boot_cached, rng)
-        if params.apps:
-            open_apps(phone, params.apps, rng)
         reps = ladder()
         rule = build_rule(params, reps, phone.take_component("abr"))
-        state: dict[str, object] = {}
-
-        def start_video(_: object = None) -> None:
-            player = state.get("player")
-            if isinstance(player, VideoPlayer) and "start_ns" not in state:
-                player.play()
-                state["start_ns"] = env.now
-                # The study traced the playback: thread states are measured over it.
-                state["threads_at_start"] = phone.cpu.snapshot()
-                state["iowait_at_start"] = phone.cpu.iowait_ns()
-                env.schedule(seconds(params.duration_s), end_window)
-
-        def end_window(_: object) -> None:
-            player = state["player"]
-            assert isinstance(player, VideoPlayer)
-            end = player.playback_end_ns
-            if end is not None and end > env.now:  # the first frame came after play()
-                env.schedule(end - env.now, end_window)
-                return
-            state["threads_at_end"] = phone.cpu.snapshot()
-            state["iowait_at_end"] = phone.cpu.iowait_ns()
-            state["window_end_ns"] = env.now
-            state["zram_at_end"] = phone.memory.zram_stored
-
-        def start_pressure(_: object) -> None:
-            if params.pressure == "normal":
-                start_video()
-                return
-            generator = PressureGenerator(
-                phone, params.pressure, adj=params.generator_adj,
-                hold_touch_s=params.generator_touch_s or None,
-                zram_ratio=params.generator_ratio,
-            )  # fmt: skip
-            state["generator"] = generator
-            generator.done.callbacks.append(start_video)  # type: ignore[union-attr]
-
-        def boot_cache(_: object) -> None:
-            pages = phone.memory.free_pages - round(params.boot_free_mb * 256)
-            if params.boot_free_mb >= 0 and pages > 0:
-                reader = phone.cpu.thread("init", Fair(0), process="init")
-                env.process(phone.memory.add_page_cache(reader, pages), "boot-cache")
-
-        def after_boot(_: object) -> None:
-            # The study's order: the player page is open, then the generator builds the
-            # start state around it, then playback starts.
-            phone.trims.arm()
-            player = VideoPlayer(
-                phone, reps, rule, host=HOSTS[params.player], genre=params.genre,
-                duration_s=params.duration_s, autoplay=False,
-            )  # fmt: skip
-            state["player"] = player
-            player.loaded.callbacks.append(start_pressure)  # type: ignore[union-attr]
-
-        env.schedule(seconds(1), boot_cache)
-        env.schedule(seconds(2), after_boot)
-        env.schedule(seconds(params.setup_s), start_video)
+        state = start_session(phone, params, reps, rule)
         duration_ns = seconds(params.setup_s + params.duration_s + 2)
 
         def collect() -> ScenarioOutput:
-            return _collect(phone, params, state)
+            return collect_session(phone, params, state)
 
         return Session(duration_ns, collect)
 
 
-def _collect(phone: Phone, params: VideoParams, state: dict[str, object]) -> ScenarioOutput:
+def start_session(
+    phone: Phone,
+    params: VideoParams,
+    reps: tuple[Representation, ...],
+    rule: AbrRule,
+    source: SegmentSource | None = None,
+) -> dict[str, object]:
+    """Boot the phone, open the player (``source``: where its segments come from, by
+    default the study's LAN), build the pressure state and start playback, as the
+    study's runs do (module docstring); returns the state :func:`collect_session` reads."""
+    env = phone.env
+    rng = env.rng("background")
+    if params.system:
+        boot_system(phone)
+    boot_background(phone, params.boot_cached, rng)
+    if params.apps:
+        open_apps(phone, params.apps, rng)
+    state: dict[str, object] = {}
+
+    def start_video(_: object = None) -> None:
+        player = state.get("player")
+        if isinstance(player, VideoPlayer) and "start_ns" not in state:
+            player.play()
+            state["start_ns"] = env.now
+            # The study traced the playback: thread states are measured over it.
+            state["threads_at_start"] = phone.cpu.snapshot()
+            state["iowait_at_start"] = phone.cpu.iowait_ns()
+            env.schedule(seconds(params.duration_s), end_window)
+
+    def end_window(_: object) -> None:
+        player = state["player"]
+        assert isinstance(player, VideoPlayer)
+        end = player.playback_end_ns
+        if end is not None and end > env.now:  # the first frame came after play()
+            env.schedule(end - env.now, end_window)
+            return
+        state["threads_at_end"] = phone.cpu.snapshot()
+        state["iowait_at_end"] = phone.cpu.iowait_ns()
+        state["window_end_ns"] = env.now
+        state["zram_at_end"] = phone.memory.zram_stored
+
+    def start_pressure(_: object) -> None:
+        if params.pressure == "normal":
+            start_video()
+            return
+        generator = PressureGenerator(
+            phone, params.pressure, adj=params.generator_adj,
+            hold_touch_s=params.generator_touch_s or None,
+            zram_ratio=params.generator_ratio,
+        )  # fmt: skip
+        state["generator"] = generator
+        generator.done.callbacks.append(start_video)  # type: ignore[union-attr]
+
+    def boot_cache(_: object) -> None:
+        pages = phone.memory.free_pages - round(params.boot_free_mb * 256)
+        if params.boot_free_mb >= 0 and pages > 0:
+            reader = phone.cpu.thread("init", Fair(0), process="init")
+            env.process(phone.memory.add_page_cache(reader, pages), "boot-cache")
+
+    def after_boot(_: object) -> None:
+        # The study's order: the player page is open, then the generator builds the
+        # start state around it, then playback starts.
+        phone.trims.arm()
+        player = VideoPlayer(
+            phone, reps, rule, host=HOSTS[params.player], genre=params.genre,
+            duration_s=params.duration_s, autoplay=False, source=source,
+        )  # fmt: skip
+        state["player"] = player
+        player.loaded.callbacks.append(start_pressure)  # type: ignore[union-attr]
+
+    env.schedule(seconds(1), boot_cache)
+    env.schedule(seconds(2), after_boot)
+    env.schedule(seconds(params.setup_s), start_video)
+    return state
+
+
+def collect_session(phone: Phone, params: VideoParams, state: dict[str, object]) -> ScenarioOutput:
+    """The session's metrics and tables (frames, thread states, kills, counters)."""
     player = state.get("player")
     assert isinstance(player, VideoPlayer)
     # Playback may never start: the player can be killed while the state is built.

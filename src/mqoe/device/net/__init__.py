@@ -5,6 +5,7 @@ See :mod:`mqoe.device.net.tcp` for what the TCP model does (and does not) implem
 
 from mqoe.device.net.link import HEADER_BYTES, Link, Packet
 from mqoe.device.net.network import BulkFlow, Connection, HttpClient, Network, Response
+from mqoe.device.net.stack import NetStack, NetStackSpec, Socket
 from mqoe.device.net.tcp import TcpConfig, TcpReceiver, TcpSender
 from mqoe.device.net.wifi import WifiInterface, WifiMedium
 
@@ -14,9 +15,12 @@ __all__ = [
     "Connection",
     "HttpClient",
     "Link",
+    "NetStack",
+    "NetStackSpec",
     "Network",
     "Packet",
     "Response",
+    "Socket",
     "TcpConfig",
     "TcpReceiver",
     "TcpSender",

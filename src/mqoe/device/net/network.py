@@ -12,13 +12,21 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mqoe.device.net.link import Link, Packet, send
+from mqoe.device.net.stack import NetStack, Socket
 from mqoe.device.net.tcp import TCP_TIMEOUT_INIT_NS, TcpConfig, TcpReceiver, TcpSender
 from mqoe.device.net.wifi import WifiMedium
 from mqoe.engine import NS_PER_S, Environment, Event
 
+if TYPE_CHECKING:
+    from mqoe.device.cpu import Thread
+    from mqoe.device.process import Process
+
 REQUEST_BYTES = 300  # an HTTP GET with typical headers
+# The process owning a client socket on a phone, and the thread that reads it.
+Owner = tuple["Process", "Thread"]
 
 
 def _then(event: Event, action: Callable[[], None]) -> None:
@@ -38,6 +46,8 @@ class Network:
         self._adjacent: dict[str, list[str]] = {}
         self._routes: dict[tuple[str, str], tuple[Link, ...]] = {}
         self.connections: list[Connection] = []  # every connection made, in order
+        # Hosts with a modelled receive path (a phone's NetStack), by name.
+        self.stacks: dict[str, NetStack] = {}
 
     def add_link(
         self,
@@ -121,6 +131,16 @@ class Network:
         self.connections.append(conn)
         return conn
 
+    def bind(self, conn: Connection, owner: Owner | None) -> None:
+        """Give ``conn``'s client end to its owning process and reading thread when the
+        client host is a phone with a receive path (:class:`NetStack`); otherwise the
+        connection's data is taken as it arrives."""
+        stack = self.stacks.get(conn.client)
+        if stack is not None:
+            if owner is None:
+                raise ValueError(f"a connection to {conn.client!r} needs an owning process")
+            stack.bind(conn, *owner)
+
 
 class Connection:
     """One TCP connection: ``sender`` at the server, ``receiver`` at the client."""
@@ -137,6 +157,8 @@ class Connection:
         self.env = net.env
         self.name = name
         self.cfg = cfg
+        self.server, self.client = server, client
+        self.socket: Socket | None = None  # the client end on a phone's stack (NetStack.bind)
         down, up = net.route(server, client), net.route(client, server)
         self.downlink, self.uplink = down, up
         self.receiver = TcpReceiver(
@@ -228,10 +250,13 @@ class HttpClient:
         *,
         auto_read: bool = True,
         owner_pid: int = -1,
+        owner: Owner | None = None,
     ) -> None:
         self.net = net
         self.auto_read = auto_read  # False: the app reads (``receiver.read``) on its own
-        self.owner_pid = owner_pid
+        # On a phone with a receive path: the owning process and its reading thread.
+        self.owner = owner
+        self.owner_pid = owner[0].pid if owner is not None else owner_pid
         self.server = server
         self.client = client
         self.cfg = cfg
@@ -256,6 +281,7 @@ class HttpClient:
             conn = self.net.connect(self.server, self.client, self.cfg, auto_read=self.auto_read)
             conn.owner_pid = self.owner_pid
             conn.on_data = self._on_data
+            self.net.bind(conn, self.owner)
             self.connection = conn
             self.connections.append(conn)
         opened = conn
@@ -294,11 +320,13 @@ class BulkFlow:
         *,
         auto_read: bool = True,
         owner_pid: int = -1,
+        owner: Owner | None = None,
     ) -> None:
         self.connection = net.connect(
             server, client, cfg, name=f"bulk {server}->{client}", auto_read=auto_read
         )
-        self.connection.owner_pid = owner_pid
+        self.connection.owner_pid = owner[0].pid if owner is not None else owner_pid
+        net.bind(self.connection, owner)
         self.started = False
 
     def start(self, nbytes: int = 1 << 50) -> None:
