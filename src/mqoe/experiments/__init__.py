@@ -27,6 +27,7 @@ def _registry() -> dict[str, Experiment]:
     from mqoe.experiments.downward_spiral import DownwardSpiral
     from mqoe.experiments.gpu_buffers import GpuBuffers
     from mqoe.experiments.netpis import NetPis
+    from mqoe.experiments.pressure_meets_network import PressureMeetsNetwork
 
     return {
         experiment.name: experiment
@@ -36,6 +37,7 @@ def _registry() -> dict[str, Experiment]:
             GpuBuffers(),
             AgingGlitching(),
             NetPis(),
+            PressureMeetsNetwork(),
         )
     }
 

@@ -42,4 +42,9 @@ CITATIONS: dict[str, Citation] = {
         "NetPIS: receiver-side network performance isolation for the foreground app of a "
         "smartphone (2015; Galaxy Nexus, Android 4.3)",
     ),
+    "pressure-meets-network": Citation(
+        "mqoe cross-resource study",
+        "a study of mqoe's own, joining the set-ups of Coal Not Diamonds (ACM CoNEXT 2022) "
+        "and Huang et al. (ACM IMC 2012); no published measurement exists",
+    ),
 }

@@ -24,6 +24,7 @@ NAMED: dict[str, str] = {
     "service_s_alone": "s",
     "service_s_netpis": "s",
     "trim_rounds": "rounds",
+    "bitrate_switches": "switches",
 }
 
 # Suffix → unit; the longest matching suffix wins.

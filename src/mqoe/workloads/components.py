@@ -9,8 +9,8 @@ theirs when they build, and a component no scenario took is an error (a typo in 
 name must not silently run the default).
 
 Slots (:data:`SLOTS`): ``abr`` — the adaptive-bitrate rule of ``spiral``, ``video``,
-``video-stream`` and ``trace-abr`` (an object with ``choose(state)``, or a plain function of the state; it
-replaces the ``rule`` parameter, so setting both is refused).
+``video-stream`` and ``trace-abr`` (an object with ``choose(state)``, or a plain
+function of the state; it replaces the ``rule`` parameter, so setting both is refused).
 
 The run id hashes each component's class and parameters as they are when the run starts
 (:func:`describe`): a dataclass's fields, else the value of a ``params()`` method, else
