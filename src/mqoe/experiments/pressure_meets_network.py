@@ -128,7 +128,7 @@ def _number(value: object) -> float:
 def metric_rows(table: pd.DataFrame) -> list[MetricRow]:
     rows = []
     for row in table.itertuples(index=False):
-        condition = {"pressure": row.pressure, "network": row.network, "rule": row.rule}
+        condition = {k: str(getattr(row, k)) for k in ("pressure", "network", "rule")}
         for metric in METRICS:
             value = float(getattr(row, metric))
             rows.append(MetricRow(NAME, PROFILE, condition, metric, value, unit_of(metric)))

@@ -88,8 +88,23 @@ class Reproduction:
     problems: tuple[str, ...] = field(default=())
 
 
+# Studies that only an engine where every resource acts on the others can produce: shown
+# first in the report, with this lead (folder name → text).
+FEATURED: dict[str, str] = {
+    "pressure-meets-network": (
+        "Cross-resource study. The memory-pressure study's phone streams over the "
+        "downward-spiral study's shared Wi-Fi/TCP bottleneck: the ABR rule's bitrate sets "
+        "what decoding and buffering cost under memory pressure, and the CPU that reclaim "
+        "keeps busy processes the packets and reads the socket. No published measurement "
+        "exists for it; its checks are the expectations the two studies' findings carry "
+        "over, tested on the simulated numbers."
+    ),
+}
+
+
 def find_reproductions(out_dir: Path, works: Sequence[str] | None = None) -> list[Path]:
-    """The reproduction folders under ``out_dir`` (itself, or its sub-folders, sorted).
+    """The reproduction folders under ``out_dir`` (itself, or its sub-folders: the
+    :data:`FEATURED` studies first, then by name).
 
     ``works`` keeps only the named ones (folder names), in the order given. Raises
     :class:`UserError` for a missing folder, one without reproductions, or an unknown work.
@@ -99,7 +114,10 @@ def find_reproductions(out_dir: Path, works: Sequence[str] | None = None) -> lis
     if _is_reproduction(out_dir):
         found = [out_dir]
     else:
-        found = sorted(p for p in out_dir.iterdir() if p.is_dir() and _is_reproduction(p))
+        found = sorted(
+            (p for p in out_dir.iterdir() if p.is_dir() and _is_reproduction(p)),
+            key=lambda p: (p.name not in FEATURED, p.name),
+        )
     if not found:
         markers = ", ".join(MARKERS)
         raise UserError(f"{out_dir}: no reproduction found (a folder with one of {markers})")

@@ -17,7 +17,14 @@ import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mqoe.report.collect import PNG_SIGNATURE, Figure, Reproduction, RunsSummary, ScenarioRuns
+from mqoe.report.collect import (
+    FEATURED,
+    PNG_SIGNATURE,
+    Figure,
+    Reproduction,
+    RunsSummary,
+    ScenarioRuns,
+)
 from mqoe.report.markdown import render_markdown
 from mqoe.report.style import CSS
 from mqoe.results.comparison import ComparisonRow, format_number
@@ -168,7 +175,11 @@ def _badge_counts(rows: Sequence[ComparisonRow] | None) -> str:
 
 # -- one reproduction -----------------------------------------------------------------
 def _work(rep: Reproduction, anchor: str) -> str:
-    parts = [f'<section class="work" id="{anchor}"><h2>{_e(rep.name)}</h2>']
+    lead = FEATURED.get(rep.name)
+    kind = "work featured" if lead else "work"
+    parts = [f'<section class="{kind}" id="{anchor}"><h2>{_e(rep.name)}</h2>']
+    if lead:
+        parts.append(f'<p class="lead">{_e(lead)}</p>')
     parts.append(f'<p class="path">from <code>{_e(rep.path)}</code></p>')
     if rep.problems:
         items = "".join(f"<li>{_e(p)}</li>" for p in rep.problems)
@@ -196,8 +207,9 @@ def _comparison_section(rep: Reproduction, anchor: str) -> str:
     parts = [head, _scorecard(rep.comparison), _comparison_table(rep.comparison)]
     if rep.summary is not None:
         name, text = rep.summary
+        opened = " open" if rep.name in FEATURED else ""  # its table is the result
         parts.append(
-            f'<details class="notes"><summary>Notes from <code>{_e(name)}</code></summary>'
+            f'<details class="notes"{opened}><summary>Notes from <code>{_e(name)}</code></summary>'
             f'<div class="markdown">{render_markdown(text)}</div></details>'
         )
     return "\n".join(parts)

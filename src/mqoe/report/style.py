@@ -52,6 +52,8 @@ nav.toc ol ol a { color: var(--muted); }
              border-radius: 8px; padding: 0 6px; margin-left: 4px; }
 main { min-width: 0; padding-bottom: 40px; }
 section.work { margin-top: 8px; }
+section.work.featured { border-left: 4px solid #2563eb; padding-left: 14px; }
+p.lead { font-size: 1.05em; max-width: 60em; }
 p.path { margin: -0.3em 0 0.8em; font-size: 0.85rem; color: var(--muted); }
 
 .table-wrap { overflow-x: auto; margin: 0.6em 0 1em; border: 1px solid var(--line);
