@@ -84,3 +84,31 @@ def test_an_abr_rule_object_drives_the_stream() -> None:
 def test_bad_parameters_are_refused(key: str, value: str) -> None:
     with pytest.raises((UserError, ValueError)):
         _run(**{key: value})
+
+
+class Recorder:
+    """The lowest rung, keeping every state it was shown."""
+
+    def __init__(self) -> None:
+        self.states: list[AbrState] = []
+
+    def params(self) -> dict[str, str]:
+        return {}
+
+    def choose(self, state: AbrState) -> Decision:
+        self.states.append(state)
+        return Decision(0)
+
+
+def test_the_rule_sees_the_devices_signals() -> None:
+    recorder = Recorder()
+    over = {"pressure": "critical", "bottleneck_mbps": "20", "competitor": "none",
+            "setup_s": "40", "boot_cached": "16"}  # fmt: skip
+    _run(components={"abr": recorder}, **over)
+    states = recorder.states
+    assert len(states) >= 4
+    late = states[-1]
+    assert late.frame_stats and late.frame_stats[0][1] > 0  # frames shown at rung 0
+    assert late.trim_level > 0  # the pressure state's trim signals
+    assert all(s.memory_stall_pct >= 0 for s in states)
+    assert any(s.memory_stall_pct > 0 for s in states)  # reclaim stalls under pressure

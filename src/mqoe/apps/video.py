@@ -165,6 +165,10 @@ class VideoPlayer:
         self._start_ns = -1
         self._chunk_ready_ns: list[int] = []  # when each chunk was in the source buffer
         self.stalled_ns = 0  # playback clock paused for want of data (rebuffering)
+        # Per ladder index: (dropped, total) frames so far (what dash.js's
+        # DroppedFramesRule reads), and PSI memory "some" at the previous decision.
+        self._frame_stats: dict[int, tuple[int, int]] = {}
+        self._psi_mark = (env.now, phone.memory.psi_some_ns)
         self.stalls = 0
         self._frame_buffers_pages = 0
         self.process.on_kill.append(self._on_kill)
@@ -276,6 +280,7 @@ class VideoPlayer:
             buffer_s=max(0.0, self._buffered_s()), buffer_max_s=self.buffer_max_s,
             downloads=self.downloads, last=self._chunks[-1] if self._chunks else None,
             trim_level=self.trim_level, last_trim_s=self.last_trim_s,
+            frame_stats=dict(self._frame_stats), memory_stall_pct=self._memory_stall_pct(),
         )  # fmt: skip
         decision = checked(self.rule.choose(state), self.ladder, self.rule)
         rep = decision.representation
@@ -289,6 +294,19 @@ class VideoPlayer:
                                        start / 1e9, env.now / 1e9))  # fmt: skip
         self._chunks.append(rep)
         self._chunk_ready_ns.append(env.now)
+
+    def _record(self, due: int, shown: bool, rep: int) -> None:
+        self.frames.append(FrameRecord(len(self.frames), due, shown, rep))
+        dropped, total = self._frame_stats.get(rep, (0, 0))
+        self._frame_stats[rep] = (dropped + (not shown), total + 1)
+
+    def _memory_stall_pct(self) -> float:
+        """Share of the time since the previous decision that some task was stalled
+        on memory (PSI memory "some", /proc/pressure/memory), in %."""
+        now, stalled = self.phone.env.now, self.phone.memory.psi_some_now_ns()
+        then, before = self._psi_mark
+        self._psi_mark = (now, stalled)
+        return 100.0 * (stalled - before) / (now - then) if now > then else 0.0
 
     def _nudge(self, name: str) -> None:
         event = getattr(self, name)
@@ -389,13 +407,13 @@ class VideoPlayer:
             if due >= end:
                 return
             if weight == SKIPPED:  # skipped to a keyframe: never decoded, never shown
-                self.frames.append(FrameRecord(len(self.frames), due, False, rep))
+                self._record(due, False, rep)
                 continue
             self._decoded_frames -= 1
             self._nudge("_wake_decoder")
             deadline = due + period
             if env.now >= deadline:  # decoded too late: skipped before compositing
-                self.frames.append(FrameRecord(len(self.frames), due, False, rep))
+                self._record(due, False, rep)
                 continue
             if env.now < due:
                 yield env.timeout(due - env.now)
@@ -406,7 +424,7 @@ class VideoPlayer:
             yield cpu.run(self.compositor, compose)
             yield cpu.run(self.main, spec.main_cycles_per_frame * host.main_weight)
             yield cpu.run(self.surfaceflinger, spec.surfaceflinger_cycles_per_frame)
-            self.frames.append(FrameRecord(len(self.frames), due, env.now <= deadline, rep))
+            self._record(due, env.now <= deadline, rep)
             self._release_played(offset)
 
     def _helper_loop(self, thread: Thread) -> Generator[Event, object, None]:

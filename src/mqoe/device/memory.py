@@ -811,6 +811,11 @@ class Memory:
         self._stalled -= 1
         self._reclaimers -= reclaiming
 
+    def psi_some_now_ns(self) -> int:
+        """PSI memory "some" up to now (ns), without closing the current interval."""
+        open_ns = self.env.now - self._stall_since if self._stalled else 0
+        return self.psi_some_ns + open_ns
+
     def _account_psi(self) -> None:
         """Charge the interval since the last change: "some" if anyone was stalled, "full"
         if no thread was doing useful work (every busy thread was a reclaimer)."""

@@ -59,6 +59,9 @@ class AbrState:
     last_trim_s: float | None = None  # when the latest non-zero trim arrived
     # Frames shown/dropped so far, per ladder index: {index: (dropped, total)}.
     frame_stats: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    # Share of the time since the previous decision that some task stalled on memory
+    # (PSI memory "some", /proc/pressure/memory), % — 0 where no phone is modelled.
+    memory_stall_pct: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
