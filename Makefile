@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test test-slow lint bench lock clean chromium docs
+.PHONY: venv demo test test-slow lint bench lock clean chromium docs goldens
 
 venv: $(STAMP)
 
@@ -42,6 +42,12 @@ test: $(STAMP) chromium
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(DOCS_SITE)
+
+## Regenerate every reproduction's golden --quick metrics (tests/golden/*.metrics.csv),
+## deliberately: after a change meant to move results; say in the commit what moved and
+## why. `make test` compares against them. `make goldens WORKS="netpis"` redoes some.
+goldens: $(STAMP)
+	$(BIN)/python tests/golden/regenerate.py $(WORKS)
 
 ## The documentation site (docs/, mkdocs.yml), served at http://127.0.0.1:8000 while you
 ## edit; `make test` builds it with --strict.

@@ -27,7 +27,8 @@ def _fake(cell: Cell, seed: int, bitrate: float, drops: float, crashed: bool) ->
         "softirq_cpu_s": 0.1, "kswapd_cpu_s": 2.0, "bitrate_switches": 3,
     }  # fmt: skip
     return RunRecord(
-        run_id=f"vs-{cell.pressure}-{cell.network}-{cell.rule.replace('+', '_')}-{seed}", scenario="video-stream",
+        run_id=f"vs-{cell.pressure}-{cell.network}-{cell.rule.replace('+', '_')}-{seed}",
+        scenario="video-stream",
         profile="nokia-1", seed=seed, params=cell.overrides(True), mqoe_version="test",
         started_utc="2026-01-01T00:00:00", wall_time_s=0.1, sim_duration_s=70.0,
         metrics=metrics, tables={},

@@ -81,3 +81,23 @@ def test_jain_index_by_hand() -> None:
     assert jain_index([1.0, 1.0]) == 1.0
     assert jain_index([1.0, 0.0]) == 0.5
     assert jain_index([3.0, 1.0]) == pytest.approx(16 / 20)
+
+
+def test_the_client_can_be_the_phone_on_its_receive_path() -> None:
+    from mqoe.device.phone import Phone
+    from mqoe.device.profiles import load_profile
+    from mqoe.engine import seconds
+    from mqoe.workloads.spiral import Spiral, SpiralParams
+
+    phone = Phone(load_profile("nexus-5"), 1)
+    params = SpiralParams(duration_s=120, competitor_start_s=60, stack=True)
+    session = Spiral().build(phone, params)
+    phone.run(session.duration_ns)
+    stack = phone.stack
+    assert stack is not None and stack.packets > 1000
+    readers = {s.process.name for s in stack.sockets}
+    assert readers == {"com.example.player", "com.example.downloader"}
+    assert all(s.bytes_read > 0 for s in stack.sockets)
+    out = session.collect()
+    assert len(out.tables["segments"]) > 10
+    assert seconds(120) == phone.now_ns

@@ -21,9 +21,10 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 from mqoe.apps.playback import PlaybackBuffer
-from mqoe.device.net import BulkFlow, Connection, HttpClient, Network, Response, TcpConfig
+from mqoe.apps.streaming import SegmentFetcher, http_fetch
+from mqoe.device.net import BulkFlow, Connection, HttpClient, Network, TcpConfig
 from mqoe.engine import Environment, Event, seconds
-from mqoe.policies.abr.base import AbrRule, AbrState, Download, Representation, checked
+from mqoe.policies.abr.base import AbrRule, Download, Representation
 
 APP_STORE_BYTES = 1_100_000_000  # spec 05: the 1.1 GB background update
 
@@ -83,13 +84,18 @@ class VideoApp:
         self.segment_s = segment_s
         self.buffer_max_s = buffer_max_s
         self.segments: list[VideoSegment] = []
-        self.downloads: list[Download] = []
         self.started_ns = env.now
         self.first_frame_ns = -1
         self.ended_ns = -1
         self.downloaded_ns = -1  # the last segment is in
         self.playback = PlaybackBuffer(lambda: env.now)
         self.done = Event(env)
+        self.fetcher = SegmentFetcher(
+            env, rule, self.ladder, segment_s=segment_s, buffer_max_s=buffer_max_s,
+            buffer=self.playback.level_s, fetch=http_fetch(http), on_segment=self._on_segment,
+            media_s=video_s,
+        )  # fmt: skip
+        self.downloads = self.fetcher.downloads
         env.process(self._run(), "video")
 
     @property
@@ -104,50 +110,28 @@ class VideoApp:
         return self.playback.rebuffer_s
 
     def _run(self) -> Generator[Event, object, None]:
-        env, last, playback = self.env, None, self.playback
-        fetched_s = 0.0
-        while fetched_s < self.video_s - 1e-9:
-            level = playback.level_s()
-            room_at = self.buffer_max_s - self.segment_s
-            if level > room_at:  # the pause of download-then-pause
-                yield env.timeout(seconds(level - room_at))
-                level = playback.level_s()
-            now_s = env.now / 1e9
-            state = AbrState(
-                now_s=now_s,
-                ladder=self.ladder,
-                segment_s=self.segment_s,
-                buffer_s=level,
-                buffer_max_s=self.buffer_max_s,
-                downloads=self.downloads,
-                last=last,
-            )
-            decision = checked(self.rule.choose(state), self.ladder, self.rule)
-            rate_kbps = decision.effective_kbps(self.ladder)
-            seg_s = min(self.segment_s, self.video_s - fetched_s)
-            size = max(1, round(rate_kbps * 1000 / 8 * seg_s))
-            response = yield self.http.get(size)
-            assert isinstance(response, Response)
-            done_s = response.done_ns / 1e9
-            self.downloads.append(
-                Download(
-                    len(self.segments), decision.representation, rate_kbps, size, now_s, done_s
-                )
-            )
-            self.segments.append(
-                VideoSegment(decision.representation, rate_kbps, size, now_s, done_s)
-            )
-            playback.add(seg_s)
-            fetched_s += seg_s
-            if not playback.playing:
-                playback.playing = True
-                self.first_frame_ns = env.now
-            last = decision.representation
-        self.downloaded_ns = env.now
-        yield env.timeout(seconds(playback.level_s()))
-        playback.level_s()  # account the last stretch of playback (played_s, rebuffer_s)
-        self.ended_ns = env.now
+        yield from self.fetcher.run()
+        self.downloaded_ns = self.env.now
+        yield self.env.timeout(seconds(self.playback.level_s()))
+        self.playback.level_s()  # account the last stretch of playback (played_s, rebuffer_s)
+        self.ended_ns = self.env.now
         self.done.succeed(self)
+
+    def _on_segment(
+        self, download: Download, media_s: float, buffer_s: float, result: object
+    ) -> Generator[Event, object, None]:
+        self.segments.append(
+            VideoSegment(
+                download.representation, download.rate_kbps, download.size_bytes,
+                download.start_s, download.end_s,
+            )
+        )  # fmt: skip
+        playback = self.playback
+        playback.add(media_s)
+        if not playback.playing:
+            playback.playing = True
+            self.first_frame_ns = self.env.now
+        yield from ()
 
 
 class AppStoreDownload:

@@ -30,8 +30,9 @@ class SegmentSource(Protocol):
         """Bind to the fetching app (once, when the player starts)."""
         ...
 
-    def fetch(self, nbytes: int) -> Generator[Event, object, None]:
-        """Bring one segment of ``nbytes`` into the app (a process step)."""
+    def fetch(self, nbytes: int) -> Generator[Event, object, object]:
+        """Bring one segment of ``nbytes`` into the app (a process step); returns what
+        the fetch learnt (an HTTP response) or None."""
         ...
 
 
@@ -64,6 +65,8 @@ class HttpSegments:
     def open(self, phone: Phone, process: Process, thread: Thread) -> None:
         self.http = HttpClient(phone.net, self.server, self.host, self.cfg, owner=(process, thread))
 
-    def fetch(self, nbytes: int) -> Generator[Event, object, None]:
+    def fetch(self, nbytes: int) -> Generator[Event, object, object]:
+        """The GET; returns its :class:`~mqoe.device.net.Response`."""
         assert self.http is not None, "open() the source first"
-        yield self.http.get(nbytes)
+        response = yield self.http.get(nbytes)
+        return response

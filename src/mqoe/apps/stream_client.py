@@ -13,9 +13,10 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from mqoe.apps.playback import PlaybackBuffer
+from mqoe.apps.streaming import SegmentFetcher, http_fetch
 from mqoe.device.net import HttpClient, Response
-from mqoe.engine import Environment, Event, seconds
-from mqoe.policies.abr.base import AbrRule, AbrState, Download, Representation, checked
+from mqoe.engine import Environment, Event
+from mqoe.policies.abr.base import AbrRule, Download, Representation
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +56,14 @@ class StreamingClient:
         self.segment_s = segment_s
         self.buffer_max_s = buffer_max_s
         self.name = name
-        self.downloads: list[Download] = []
         self.segments: list[SegmentRecord] = []
         self.playback = PlaybackBuffer(lambda: env.now)
-        self.process = env.process(self._run(), name)
+        self.fetcher = SegmentFetcher(
+            env, rule, self.ladder, segment_s=segment_s, buffer_max_s=buffer_max_s,
+            buffer=self.playback.level_s, fetch=http_fetch(http), on_segment=self._on_segment,
+        )  # fmt: skip
+        self.downloads = self.fetcher.downloads
+        self.process = env.process(self.fetcher.run(), name)
 
     def buffer_s(self) -> float:
         """Media buffered ahead of the playhead now."""
@@ -68,46 +73,22 @@ class StreamingClient:
     def rebuffer_s(self) -> float:
         return self.playback.rebuffer_s
 
-    def _run(self) -> Generator[Event, object, None]:
-        env, last = self.env, None
-        segment = 0
-        while True:
-            room_at = self.buffer_max_s - self.segment_s
-            buffer_s = self.buffer_s()
-            if buffer_s > room_at:
-                yield env.timeout(seconds(buffer_s - room_at))
-                buffer_s = self.buffer_s()
-            now_s = env.now / 1e9
-            state = AbrState(
-                now_s=now_s,
-                ladder=self.ladder,
-                segment_s=self.segment_s,
-                buffer_s=buffer_s,
-                buffer_max_s=self.buffer_max_s,
-                downloads=self.downloads,
-                last=last,
-            )
-            decision = checked(self.rule.choose(state), self.ladder, self.rule)
-            rate_kbps = decision.effective_kbps(self.ladder)
-            size = max(1, round(rate_kbps * 1000 / 8 * self.segment_s))
-            response = yield self.http.get(size)
-            assert isinstance(response, Response)
-            done_s = response.done_ns / 1e9
-            self.downloads.append(
-                Download(segment, decision.representation, rate_kbps, size, now_s, done_s)
-            )
-            record = SegmentRecord(
-                segment,
-                decision.representation,
-                rate_kbps,
-                size,
-                now_s,
-                done_s,
+    def _on_segment(
+        self, download: Download, media_s: float, buffer_s: float, result: object
+    ) -> Generator[Event, object, None]:
+        assert isinstance(result, Response)
+        self.segments.append(
+            SegmentRecord(
+                download.segment,
+                download.representation,
+                download.rate_kbps,
+                download.size_bytes,
+                download.start_s,
+                download.end_s,
                 buffer_s,
-                response.new_connection,
+                result.new_connection,
             )
-            self.segments.append(record)
-            self.playback.add(self.segment_s)
-            self.playback.playing = True
-            last = decision.representation
-            segment += 1
+        )
+        self.playback.add(media_s)
+        self.playback.playing = True
+        yield from ()

@@ -38,11 +38,12 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from mqoe.apps.segments import LanSegments, SegmentSource
+from mqoe.apps.streaming import SegmentFetcher
 from mqoe.device.cpu import Fair, Thread
 from mqoe.device.phone import Phone
 from mqoe.device.process import FOREGROUND_APP_ADJ, Process
 from mqoe.engine import Event, seconds
-from mqoe.policies.abr.base import AbrRule, AbrState, Download, Representation, checked
+from mqoe.policies.abr.base import AbrRule, Download, Representation
 
 MB_PAGES = 256
 SKIPPED = -1.0  # the cost weight of a frame skipped to the next keyframe (not decoded)
@@ -144,7 +145,6 @@ class VideoPlayer:
         self.surfaceflinger = _surfaceflinger(phone)
         self.crashed_ns = -1
         self.frames: list[FrameRecord] = []
-        self.downloads: list[Download] = []
         self.trim_level = 0
         self.last_trim_s: float | None = None
         self._chunks: list[int] = []  # representation of each downloaded chunk
@@ -178,6 +178,16 @@ class VideoPlayer:
         if autoplay:
             self._play.succeed()
         self.source.open(phone, self.process, self.network)
+        # Whole segments: a duration that is not a multiple of the segment still
+        # fetches (and buffers) its last segment whole.
+        self.fetcher = SegmentFetcher(
+            env, rule, self.ladder, segment_s=segment_s, buffer_max_s=buffer_max_s,
+            buffer=lambda: max(0.0, self._buffered_s()), fetch=self.source.fetch,
+            on_segment=self._take_segment,
+            media_s=math.ceil(duration_s / segment_s) * segment_s,
+            signals=self._signals,
+        )  # fmt: skip
+        self.downloads = self.fetcher.downloads
         self._procs = [env.process(self._boot_and_download(), "player")]
 
     # -- public results ---------------------------------------------------------------
@@ -254,11 +264,7 @@ class VideoPlayer:
         self._procs.append(env.process(self._render_loop(), "renderer"))
         for helper in self.helpers:
             self._procs.append(env.process(self._helper_loop(helper), helper.name))
-        n_chunks = math.ceil(self.duration_s / self.segment_s)
-        for k in range(n_chunks):
-            yield from self._wait_for_room(k)
-            yield from self._download(k)
-            self._nudge("_wake_decoder")
+        yield from self.fetcher.run()
 
     def _buffered_s(self) -> float:
         if self._start_ns < 0:
@@ -267,33 +273,26 @@ class VideoPlayer:
             played = (self.phone.env.now - self._start_ns - self.stalled_ns) / 1e9
         return len(self._chunks) * self.segment_s - played
 
-    def _wait_for_room(self, k: int) -> Generator[Event, object, None]:
-        while self._buffered_s() > self.buffer_max_s - self.segment_s:
-            yield self.phone.env.timeout(
-                seconds(self._buffered_s() - self.buffer_max_s + self.segment_s)
-            )
+    def _signals(self) -> dict[str, object]:
+        """The device's signals for the rule (trim level, frames dropped, PSI)."""
+        return {
+            "trim_level": self.trim_level,
+            "last_trim_s": self.last_trim_s,
+            "frame_stats": dict(self._frame_stats),
+            "memory_stall_pct": self._memory_stall_pct(),
+        }
 
-    def _download(self, k: int) -> Generator[Event, object, None]:
-        env, memory = self.phone.env, self.phone.memory
-        state = AbrState(
-            now_s=env.now / 1e9, ladder=self.ladder, segment_s=self.segment_s,
-            buffer_s=max(0.0, self._buffered_s()), buffer_max_s=self.buffer_max_s,
-            downloads=self.downloads, last=self._chunks[-1] if self._chunks else None,
-            trim_level=self.trim_level, last_trim_s=self.last_trim_s,
-            frame_stats=dict(self._frame_stats), memory_stall_pct=self._memory_stall_pct(),
-        )  # fmt: skip
-        decision = checked(self.rule.choose(state), self.ladder, self.rule)
-        rep = decision.representation
-        size = int(self.ladder[rep].bitrate_kbps * 125 * self.segment_s)
-        start = env.now
-        yield from self.source.fetch(size)
-        pages = size // 4096 + 1
+    def _take_segment(
+        self, download: Download, media_s: float, buffer_s: float, result: object
+    ) -> Generator[Event, object, None]:
+        """Into the media cache (page cache) and the MSE source buffer (the app's memory)."""
+        memory = self.phone.memory
+        pages = download.size_bytes // 4096 + 1
         yield from memory.add_page_cache(self.network, pages, dirty=True)  # media cache
         yield from memory.allocate(self.process, self.network, pages)  # MSE source buffer
-        self.downloads.append(Download(k, rep, self.ladder[rep].bitrate_kbps, size,
-                                       start / 1e9, env.now / 1e9))  # fmt: skip
-        self._chunks.append(rep)
-        self._chunk_ready_ns.append(env.now)
+        self._chunks.append(download.representation)
+        self._chunk_ready_ns.append(self.phone.env.now)
+        self._nudge("_wake_decoder")
 
     def _record(self, due: int, shown: bool, rep: int) -> None:
         self.frames.append(FrameRecord(len(self.frames), due, shown, rep))

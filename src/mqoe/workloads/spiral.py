@@ -21,8 +21,10 @@ import numpy as np
 import pandas as pd
 
 from mqoe.apps.stream_client import StreamingClient
+from mqoe.device.cpu import Fair, Thread
 from mqoe.device.net import BulkFlow, HttpClient, Network, TcpConfig, TcpSender
 from mqoe.device.phone import Phone
+from mqoe.device.process import FOREGROUND_APP_ADJ, Process
 from mqoe.engine import ms, seconds
 from mqoe.params import NEGATIVE_OK, bounds
 from mqoe.policies.abr import (
@@ -86,6 +88,10 @@ class SpiralParams:
     buffer_max_s: float = 240.0
     settle_s: float = 60.0  # skipped after each phase change before averaging
     sample_s: float = 1.0  # throughput time-series bin
+    # The client as this phone: packets cost its CPU in softirq, queued data its memory,
+    # and the player and the competitor's app read their sockets on their own threads
+    # (mqoe.device.net.stack). False: a client host that costs nothing (the testbed's).
+    stack: bool = False
 
     def __post_init__(self) -> None:
         if self.duration_s <= 0 or self.link_mbps <= 0 or self.rtt_ms < 0:
@@ -111,6 +117,14 @@ class SpiralParams:
     @property
     def competitor_end_s(self) -> float:
         return self.duration_s if self.competitor_stop_s < 0 else self.competitor_stop_s
+
+
+def _app(phone: Phone, name: str) -> tuple[Process, Thread]:
+    """A foreground app with the thread that reads its socket."""
+    process = phone.processes.spawn(name, FOREGROUND_APP_ADJ, phone.env.now)
+    thread = phone.cpu.thread("network", Fair(0), process=name)
+    phone.processes.add_threads(process, [thread])
+    return process, thread
 
 
 def _parse_ladder(text: str) -> list[float]:
@@ -167,13 +181,21 @@ class Spiral:
             cwnd_validation=params.cwnd_validation,
             delayed_ack=params.delayed_ack,
         )
-        http = HttpClient(net, "video-server", "client", tcp, persistent=persistent)
+        video_owner = competitor_owner = None
+        if params.stack:
+            phone.attach_network("client")
+            video_owner = _app(phone, "com.example.player")
+            competitor_owner = _app(phone, "com.example.downloader")
+        http = HttpClient(
+            net, "video-server", "client", tcp, persistent=persistent, owner=video_owner
+        )
         client = StreamingClient(
             env, http, rule, params.ladder,
             segment_s=params.segment_s, buffer_max_s=params.buffer_max_s,
         )  # fmt: skip
         competitor = BulkFlow(net, "competitor", "client", TcpConfig(
-            congestion_control=tcp.congestion_control, delayed_ack=params.delayed_ack))  # fmt: skip
+            congestion_control=tcp.congestion_control, delayed_ack=params.delayed_ack),
+            owner=competitor_owner)  # fmt: skip
         start_ns, end_ns = seconds(params.competitor_start_s), seconds(params.competitor_end_s)
         duration_ns = seconds(params.duration_s)
         if start_ns < duration_ns:
