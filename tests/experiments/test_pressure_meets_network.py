@@ -84,7 +84,7 @@ def test_checks_fail_when_the_numbers_say_otherwise() -> None:
 def test_the_grid_and_registry() -> None:
     assert "pressure-meets-network" in EXPERIMENTS
     full, quick = cells(quick=False), cells(quick=True)
-    assert len(full) == 3 * 2 * 3 and len(quick) == 2 * 2 * 3
+    assert len(full) == 3 * 3 * 3 and len(quick) == 2 * 2 * 3
     assert Cell("critical", "shared", "bba+memory-aware").overrides(False) == {
         "pressure": "critical", "bottleneck_mbps": "8", "competitor": "station",
         "rule": "bba", "adapt": "resolution",

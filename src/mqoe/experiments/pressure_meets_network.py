@@ -10,7 +10,8 @@ the phone's CPU, stalled by reclaim, processes the packets and reads the socket.
 
 Grid: pressure state (normal / moderate / critical; quick: normal / critical) × network
 (``fast``: a 50 Mbit/s access link alone; ``shared``: 8 Mbit/s with a competing bulk
-download on another station) × ABR rule (``throughput``: the network-only rate rule;
+download on another station; ``background``, full run only: the same download by a
+background app on the phone itself) × ABR rule (``throughput``: the network-only rate rule;
 ``bba``: buffer-based; ``bba+memory-aware``: BBA capped one resolution step per trim
 level, the memory-pressure study's proposal), over seeds. Outputs in OUT_DIR:
 ``metrics.csv`` (figure ``pressure-meets-network``; every metric as a mean over seeds,
@@ -46,7 +47,11 @@ QUICK_PRESSURES = ("normal", "critical")
 NETWORKS: dict[str, dict[str, str]] = {
     "fast": {"bottleneck_mbps": "50", "competitor": "none"},
     "shared": {"bottleneck_mbps": "8", "competitor": "station"},
+    # The competitor is a background app's download on the phone itself: its packets and
+    # reads cost this phone's CPU, its queued data this phone's memory.
+    "background": {"bottleneck_mbps": "8", "competitor": "phone"},
 }
+QUICK_NETWORKS = ("fast", "shared")
 RULES: dict[str, dict[str, str]] = {
     "throughput": {"rule": "throughput"},
     "bba": {"rule": "bba"},
@@ -87,7 +92,8 @@ class Cell:
 
 def cells(quick: bool) -> list[Cell]:
     pressures = QUICK_PRESSURES if quick else PRESSURES
-    return [Cell(p, n, r) for p in pressures for n in NETWORKS for r in RULES]
+    networks = QUICK_NETWORKS if quick else tuple(NETWORKS)
+    return [Cell(p, n, r) for p in pressures for n in networks for r in RULES]
 
 
 def _run(args: tuple[Cell, int, bool]) -> RunRecord:
@@ -199,7 +205,8 @@ def summary_markdown(table: pd.DataFrame, quick: bool, seeds: int) -> str:
         f"# {NAME}{' (quick)' if quick else ''}\n\n"
         f"Profile {PROFILE}, {seeds} seed(s) per cell; means over seeds, crashes as the "
         "share of runs that crashed. Networks: fast = a 50 Mbit/s access link alone; "
-        "shared = 8 Mbit/s with a bulk download to another station. Rules: throughput "
+        "shared = 8 Mbit/s with a bulk download to another station; background = the "
+        "same download by a background app on this phone. Rules: throughput "
         "(network-only), bba (buffer-based), bba+memory-aware (BBA capped one resolution "
         "step per trim level).\n\n"
         f"{_markdown_table(table)}\n\n"
@@ -221,7 +228,7 @@ def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
         ("frame_drop_pct", "frames dropped (%)"),
         ("rebuffer_s", "rebuffering (s)"),
     )
-    networks = list(NETWORKS)
+    networks = list(dict.fromkeys(table["network"]))
     rules = list(RULES)
     pressures = list(dict.fromkeys(table["pressure"]))
     fig, axes = plt.subplots(len(networks), len(panels), figsize=(14, 3.4 * len(networks)))

@@ -103,6 +103,7 @@ class Socket:
         # The application's consumer of what it reads (the HttpClient's byte counter).
         self.consumer: Callable[[int], None] | None = None
         self._reading = False
+        self._reader_name = "read " + conn.name
 
     # -- softirq side -----------------------------------------------------------------
     def receive(self, packet: Packet) -> None:
@@ -140,7 +141,7 @@ class Socket:
         """TCP has in-order data for the app: wake its reader (epoll)."""
         if self.open and not self._reading:
             self._reading = True
-            self.stack.env.process(self._read_loop(), f"read {self.conn.name}")
+            self.stack.env.process(self._read_loop(), self._reader_name)
 
     def _read_loop(self) -> Generator[Event, object, None]:
         stack, rcv, cpu = self.stack, self.conn.receiver, self.stack.cpu
