@@ -212,3 +212,17 @@ def test_wide_or_large_figures_take_a_whole_row(tmp_path: Path, make_reproductio
         "small": "fig",  # 80 x 48
         "strip": "fig wide",  # 240 x 40: aspect 6
     }
+
+
+def test_the_cross_resource_study_comes_first_with_its_lead_and_expectations(
+    tmp_path: Path, make_reproduction: Make
+) -> None:
+    make_reproduction(tmp_path, "a-work", comparison=comparison_rows())
+    make_reproduction(tmp_path, "pressure-meets-network", comparison=comparison_rows())
+    page = build_report(tmp_path, generated_utc=WHEN, version="1.2.3").html
+    assert page.index('id="w1-pressure-meets-network"') < page.index('id="w2-a-work"')
+    assert '<section class="work featured" id="w1-pressure-meets-network">' in page
+    assert '<p class="lead">Cross-resource study.' in page
+    assert '<h3 id="w1-pressure-meets-network-comparison">Expected vs simulated</h3>' in page
+    assert '<h3 id="w2-a-work-comparison">Published vs simulated</h3>' in page
+    assert '<details class="notes" open>' in page  # the featured study's table is open

@@ -105,7 +105,7 @@ def _header(reps: Sequence[Reproduction], source: Path, version: str, generated:
 def _toc(reps: Sequence[Reproduction], ids: Sequence[str]) -> str:
     items = ['<li><a href="#overview">Overview</a></li>']
     for rep, anchor in zip(reps, ids, strict=True):
-        sub = [f'<li><a href="#{anchor}-comparison">Published vs simulated</a></li>']
+        sub = [f'<li><a href="#{anchor}-comparison">{_comparison_title(rep)}</a></li>']
         if rep.figures:
             sub.append(f'<li><a href="#{anchor}-figures">Figures ({len(rep.figures)})</a></li>')
         sub.append(f'<li><a href="#{anchor}-runs">Runs and parameters</a></li>')
@@ -193,8 +193,13 @@ def _work(rep: Reproduction, anchor: str) -> str:
     return "\n".join(parts)
 
 
+def _comparison_title(rep: Reproduction) -> str:
+    """A featured study has no published values: its rows are expectations."""
+    return "Expected vs simulated" if rep.name in FEATURED else "Published vs simulated"
+
+
 def _comparison_section(rep: Reproduction, anchor: str) -> str:
-    head = f'<h3 id="{anchor}-comparison">Published vs simulated</h3>'
+    head = f'<h3 id="{anchor}-comparison">{_comparison_title(rep)}</h3>'
     if rep.comparison is None:
         if rep.summary is None:
             return head + '<p class="muted">No comparison.csv and no Markdown summary.</p>'
