@@ -24,7 +24,7 @@ def _fake(cell: Cell, seed: int, bitrate: float, drops: float, crashed: bool) ->
     metrics = {
         "mean_bitrate_kbps": bitrate, "frame_drop_pct": drops, "rebuffer_s": 0.5,
         "crashed": crashed, "segment_throughput_kbps": 9000.0, "sock_peak_kb": 120,
-        "softirq_cpu_s": 0.1, "kswapd_cpu_s": 2.0, "bitrate_switches": 3,
+        "softirq_cpu_s": 0.1, "kswapd_cpu_s": 2.0, "switch_count": 3,
     }  # fmt: skip
     return RunRecord(
         run_id=f"vs-{cell.pressure}-{cell.network}-{cell.rule.replace('+', '_')}-{seed}",

@@ -170,6 +170,8 @@ class VideoPlayer:
         self._frame_stats: dict[int, tuple[int, int]] = {}
         self._psi_mark = (env.now, phone.memory.psi_some_ns)
         self.stalls = 0
+        self.stall_by_chunk: dict[int, int] = {}  # chunk → the stall waiting for it (ns)
+        self.buffer_after_s: list[float] = []  # media buffered as each chunk came in
         self._frame_buffers_pages = 0
         self.process.on_kill.append(self._on_kill)
         phone.trims.listeners.append(self._on_trim)
@@ -292,6 +294,7 @@ class VideoPlayer:
         yield from memory.allocate(self.process, self.network, pages)  # MSE source buffer
         self._chunks.append(download.representation)
         self._chunk_ready_ns.append(self.phone.env.now)
+        self.buffer_after_s.append(max(0.0, self._buffered_s()))
         self._nudge("_wake_decoder")
 
     def _record(self, due: int, shown: bool, rep: int) -> None:
@@ -401,6 +404,7 @@ class VideoPlayer:
             if ready > due:  # its chunk came after the playhead got there: a stall
                 self.stalls += 1
                 self.stalled_ns += env.now - due
+                self.stall_by_chunk[int(offset // seconds(self.segment_s))] = env.now - due
                 due = env.now
                 end = self._end_ns()
             if due >= end:

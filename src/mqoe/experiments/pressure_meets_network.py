@@ -69,7 +69,7 @@ METRICS = (
     "sock_peak_kb",
     "softirq_cpu_s",
     "kswapd_cpu_s",
-    "bitrate_switches",
+    "switch_count",
 )
 
 

@@ -24,7 +24,9 @@ NAMED: dict[str, str] = {
     "service_s_alone": "s",
     "service_s_netpis": "s",
     "trim_rounds": "rounds",
-    "bitrate_switches": "switches",
+    "switch_count": "switches",
+    "rebuffer_count": "stalls",
+    "segments": "segments",
 }
 
 # Suffix → unit; the longest matching suffix wins.

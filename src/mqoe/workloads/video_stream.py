@@ -22,7 +22,6 @@ itself (``phone``: its socket and reads cost this phone too).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -36,6 +35,7 @@ from mqoe.device.net import BulkFlow, TcpConfig
 from mqoe.device.phone import Phone
 from mqoe.device.process import SERVICE_ADJ
 from mqoe.engine import ms, seconds
+from mqoe.metrics.video_qoe import qoe_summary
 from mqoe.policies.abr import AbrRule, MostConservative, Representation, as_rule, make_rule
 from mqoe.policies.memory_adapt import MemoryAware
 from mqoe.workloads.base import ScenarioOutput, Session
@@ -43,6 +43,13 @@ from mqoe.workloads.video import BITRATES_30, BITRATES_60, VideoParams, collect_
 from mqoe.workloads.video import start_session as start_video_session
 
 COMPETITORS = ("none", "station", "phone")
+SEGMENT_TABLE_COLUMNS = (
+    "segment", "representation", "bitrate_kbps", "size_bytes",
+    "download_start_s", "download_end_s", "rebuffer_s", "buffer_after_s",
+)  # fmt: skip
+# The session's QoE, computed by the function real logs and the trace-driven mode use.
+QOE_METRICS = ("mean_bitrate_kbps", "switch_count", "rebuffer_s", "rebuffer_count",
+               "rebuffer_ratio", "startup_delay_s", "qoe_lin", "qoe_log", "segments")  # fmt: skip
 SERVER = "server"
 
 
@@ -132,14 +139,9 @@ class VideoStream:
             player = state["player"]
             assert isinstance(player, VideoPlayer)
             metrics = dict(out.metrics) | _network_metrics(phone, player, source, competitor)
-            segments = pd.DataFrame(
-                [
-                    (d.segment, d.representation, d.rate_kbps, d.size_bytes, d.start_s, d.end_s)
-                    for d in player.downloads
-                ],
-                columns=["segment", "representation", "rate_kbps", "size_bytes", "start_s",
-                         "end_s"],
-            )  # fmt: skip
+            segments = segment_table(player)
+            qoe = qoe_summary(segments, params.duration_s, min_bitrate_kbps=reps[0].bitrate_kbps)
+            metrics |= {k: qoe[k] for k in QOE_METRICS}
             return ScenarioOutput(metrics=metrics, tables={**out.tables, "segments": segments})
 
         return Session(duration_ns, collect)
@@ -153,10 +155,7 @@ def _network_metrics(
 ) -> dict[str, float | int | bool | str]:
     stack = phone.stack
     assert stack is not None and source.http is not None
-    downloads = player.downloads
-    rates = [d.rate_kbps for d in downloads]
-    switches = sum(a.representation != b.representation for a, b in itertools.pairwise(downloads))
-    tput = [d.size_bytes * 8 / 1000 / max(d.end_s - d.start_s, 1e-9) for d in downloads]
+    tput = [d.throughput_kbps for d in player.downloads]
     conns = source.http.connections
     threads = {t["thread"]: t for t in phone.cpu.thread_table() if t["process"] == "kernel"}
     mine = [s for s in stack.sockets if s.process is player.process]
@@ -164,12 +163,7 @@ def _network_metrics(
     limited = sum(c.sender.rwnd_limited_ns for c in conns)
     nan = float("nan")
     return {
-        "mean_bitrate_kbps": sum(rates) / len(rates) if rates else nan,
-        "bitrate_switches": switches,
-        "segments": len(downloads),
         "segment_throughput_kbps": sum(tput) / len(tput) if tput else nan,
-        "rebuffer_s": player.stalled_ns / 1e9,
-        "stalls": player.stalls,
         "retransmits": sum(c.sender.retransmits for c in conns),
         "rwnd_limited_share": limited / busy if busy else nan,
         "sock_peak_kb": max((s.peak_pages for s in mine), default=0) * 4,
@@ -180,6 +174,18 @@ def _network_metrics(
         "rx_backlog_drops": stack.backlog_drops,
         "competitor_kbps": _kbps(competitor, phone.env.now),
     }
+
+
+def segment_table(player: VideoPlayer) -> pd.DataFrame:
+    """One row per segment the player fetched, in the columns of
+    :func:`mqoe.metrics.video_qoe.qoe_summary` (times from the run's start, s), plus the
+    representation and size: the stall waiting for a segment is its ``rebuffer_s``."""
+    rows = [
+        (d.segment, d.representation, d.rate_kbps, d.size_bytes, d.start_s, d.end_s,
+         player.stall_by_chunk.get(d.segment, 0) / 1e9, player.buffer_after_s[d.segment])
+        for d in player.downloads[: len(player.buffer_after_s)]
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=SEGMENT_TABLE_COLUMNS)
 
 
 def _kbps(competitor: list[tuple[BulkFlow, int]], now_ns: int) -> float:
