@@ -12,7 +12,7 @@ Frame drops, crashes and the kernel threads' CPU come out of the mechanisms.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -159,10 +159,12 @@ def start_session(
     reps: tuple[Representation, ...],
     rule: AbrRule,
     source: SegmentSource | None = None,
+    on_play: Callable[[], None] | None = None,
 ) -> dict[str, object]:
     """Boot the phone, open the player (``source``: where its segments come from, by
     default the study's LAN), build the pressure state and start playback, as the
-    study's runs do (module docstring); returns the state :func:`collect_session` reads."""
+    study's runs do (module docstring); ``on_play`` is called as playback starts.
+    Returns the state :func:`collect_session` reads."""
     env = phone.env
     rng = env.rng("background")
     if params.system:
@@ -181,6 +183,8 @@ def start_session(
             state["threads_at_start"] = phone.cpu.snapshot()
             state["iowait_at_start"] = phone.cpu.iowait_ns()
             env.schedule(seconds(params.duration_s), end_window)
+            if on_play is not None:
+                on_play()
 
     def end_window(_: object) -> None:
         player = state["player"]

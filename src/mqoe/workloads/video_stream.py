@@ -17,7 +17,9 @@ decoder and the source buffer cost. An ABR rule (``rule``, any
 ``components={"abr": …}``) picks each segment among the ladder's rungs at ``fps`` up to
 ``resolution``; ``adapt`` adds the memory-aware cap. A competitor shares the bottleneck:
 a bulk download to another station (``station``) or by a background app on the phone
-itself (``phone``: its socket and reads cost this phone too).
+itself (``phone``: its socket and reads cost this phone too), from the start of playback
+(building a pressure state takes its own time; a competitor started at boot would meet
+each pressure state's video at a different age).
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ class VideoStreamParams(VideoParams):
     queue_kb: float = 256.0  # drop-tail buffer of the access link
     phy_mbps: float = 65.0  # 802.11n MCS 7, one stream
     competitor: str = "station"  # none | station | phone (a background app's download)
-    competitor_start_s: float = field(default=0.0)  # after boot; runs to the end
+    # The competitor starts this long after playback starts (0: with it) and runs to the end.
+    competitor_start_s: float = field(default=0.0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -116,7 +119,6 @@ class VideoStream:
         reps = stream_ladder(params)
         rule = stream_rule(params, phone.take_component("abr"))
         source = HttpSegments(SERVER, tcp)
-        state = start_video_session(phone, params, reps, rule, source)
         competitor: list[tuple[BulkFlow, int]] = []  # the flow and when it started
 
         def start_competitor(_: object) -> None:
@@ -130,8 +132,13 @@ class VideoStream:
             flow.start()
             competitor.append((flow, env.now))
 
-        if params.competitor != "none":
-            env.schedule(seconds(2 + params.competitor_start_s), start_competitor)
+        def on_play() -> None:
+            # Relative to playback, so every pressure state (whose set-up takes its own
+            # time) streams against a competitor of the same age.
+            if params.competitor != "none":
+                env.schedule(seconds(params.competitor_start_s), start_competitor)
+
+        state = start_video_session(phone, params, reps, rule, source, on_play)
         duration_ns = seconds(params.setup_s + params.duration_s + 2)
 
         def collect() -> ScenarioOutput:
