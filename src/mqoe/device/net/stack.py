@@ -193,6 +193,7 @@ class NetStack:
         self.softirq = cpu.thread(f"softirq/{core}", RealTime(99), process="kernel", cpus=(core,))
         self.ksoftirqd = cpu.thread(f"ksoftirqd/{core}", Fair(0), process="kernel", cpus=(core,))
         self.sockets: list[Socket] = []
+        self._owners: set[int] = set()  # pids whose kill closes their sockets
         self._backlog: deque[tuple[Packet, Socket]] = deque()
         self._busy = False
         self._deferred = False  # pending work belongs to ksoftirqd
@@ -219,7 +220,9 @@ class NetStack:
         conn.sender.sink = lambda packet: self._ingress(packet, sock)
         conn.socket = sock
         self.sockets.append(sock)
-        process.on_kill.append(lambda _: self._close_of(process))
+        if process.pid not in self._owners:  # one hook per process, however many sockets
+            self._owners.add(process.pid)
+            process.on_kill.append(lambda _: self._close_of(process))
         return sock
 
     def _close_of(self, process: Process) -> None:
