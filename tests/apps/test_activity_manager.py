@@ -1,4 +1,4 @@
-"""ActivityManager's app caching (spec 02): starts vs resumes, the LRU cached-app list and
+"""ActivityManager's app caching (GPU-buffer study): starts vs resumes, the LRU cached-app list and
 its length limit, importance as oom_score_adj, lmkd kills, and, with the GPU module,
 decompression of a resumed app's buffers before its first GPU operation."""
 

@@ -1,4 +1,4 @@
-"""The app catalogue of spec 02: the packaged apps agree with the spec's table and
+"""The app catalogue of the GPU-buffer study: the packaged apps agree with the study's table and
 aggregates, the launch mix follows the category shares, and every bad input is a
 one-line UserError naming the file, the app and the field."""
 
@@ -28,7 +28,7 @@ from mqoe.apps.catalog import (
 from mqoe.device.gpu_content import load_table
 from mqoe.errors import UserError
 
-# Spec 02 §Workload: apps per category and the share of launches.
+# The GPU-buffer study's workload: apps per category and the share of launches.
 SPEC_TABLE = {
     "productivity": (3, 0.066),
     "news": (3, 0.043),
@@ -40,10 +40,10 @@ SPEC_TABLE = {
     "browser": (1, 0.094),
 }
 # LZ4 stored/original size per content class, as measured with the real lz4 library
-# (the packaged table of `mqoe calibrate lz4`): the catalogue's mixes must give spec 02's
-# compressibility with the table the simulation uses.
+# (the packaged table of `mqoe calibrate lz4`): the catalogue's mixes must give the GPU-buffer
+# study's compressibility with the table the simulation uses.
 RATIOS = {name: stats.ratio for name, stats in load_table().classes.items()}
-# Time on the Nexus 5 of spec 02: Krait 400 at 2.26 GHz retiring 1.3 reference cycles per
+# Time on the GPU-buffer study's Nexus 5: Krait 400 at 2.26 GHz retiring 1.3 reference cycles per
 # clock (device/profiles: nexus-5.toml, core_types.toml), eMMC sequential reads ~40 MB/s.
 NEXUS5_MCYCLES_PER_S = 2260 * 1.3
 EMMC_MB_PER_S = 40.0
@@ -71,7 +71,7 @@ def by_label(catalog: AppCatalog, label: str) -> AppSpec:
     return app
 
 
-# -- the packaged catalogue matches spec 02's table --------------------------------------
+# -- the packaged catalogue matches the study's table -----------------------------------
 def test_the_module_constants_are_spec_02s_table() -> None:
     assert tuple(SPEC_TABLE) == CATEGORIES
     assert dict(CATEGORY_SHARES) == {c: share for c, (_, share) in SPEC_TABLE.items()}
@@ -107,8 +107,8 @@ def test_every_app_names_its_sources_and_the_estimates_say_so(catalog: AppCatalo
             assert "calibration" in text or "spec 02" in text, (app.name, key)
 
 
-# -- spec 02's aggregates ----------------------------------------------------------------
-# Tolerances: spec 02 reports one measurement of app versions we cannot run, rounded to
+# -- the study's aggregates --------------------------------------------------------------
+# Tolerances: the study reports one measurement of app versions we cannot run, rounded to
 # 0.1 point. The catalogue is fitted to them, so the checks are tight enough to catch a
 # re-tune that moves an aggregate (±2 points on a mean is a fifth of the spread between
 # typical apps) and loose enough that one app can be re-tuned without re-fitting all 22.
@@ -124,7 +124,7 @@ def test_foreground_gpu_share_matches_spec_02(catalog: AppCatalog) -> None:
 
 def test_background_gpu_share_and_extremes_match_spec_02(catalog: AppCatalog) -> None:
     assert statistics.mean(a.bg_gpu_share for a in catalog.apps) == pytest.approx(0.262, abs=0.02)
-    # The two per-app figures spec 02 gives: ~2.3 MB (camera) to 173.5 MB (match-3).
+    # The two per-app figures the study gives: ~2.3 MB (camera) to 173.5 MB (match-3).
     gpu_bg = {app.label: app.gpu_bg_mb for app in catalog.apps}
     assert gpu_bg["camera"] == pytest.approx(2.3, abs=0.1)
     assert min(gpu_bg.values()) == gpu_bg["camera"]
@@ -158,7 +158,7 @@ def test_content_mixes_fit_the_app_types(catalog: AppCatalog) -> None:
     for photo_app in ("camera", "gallery"):
         for text_app in ("mail", "notes", "news"):
             assert ratio(photo_app) > ratio(text_app)
-    # Spec 02: compression works "largely thanks to zero pages": zero is the biggest class.
+    # The study: compression works "largely thanks to zero pages": zero is the biggest class.
     by_class = {
         k: math.fsum(a.gpu_bg_mb * a.content.fractions()[k] for a in catalog.apps)
         for k in CONTENT_CLASSES
@@ -169,8 +169,8 @@ def test_content_mixes_fit_the_app_types(catalog: AppCatalog) -> None:
 
 def test_start_is_13_to_287_times_slower_than_resume(catalog: AppCatalog) -> None:
     ratios = [start_s(app) / resume_s(app) for app in catalog.apps]
-    # Spec 02: 1.3× to 28.7×. The conversion constants are approximate (~2.9 cycles/ns,
-    # ~40 MB/s), so the ends are checked within a band around the spec's values.
+    # The study: 1.3× to 28.7×. The conversion constants are approximate (~2.9 cycles/ns,
+    # ~40 MB/s), so the ends are checked within a band around the study's values.
     assert 1.2 <= min(ratios) <= 2.0
     assert 20.0 <= max(ratios) <= 30.0
     assert all(1.2 <= r <= 30.0 for r in ratios)

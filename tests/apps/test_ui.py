@@ -52,7 +52,7 @@ def test_catalogue_has_spec04_benchmark_apps_and_five_open_source_ones() -> None
 
 
 def test_open_source_list_rows_are_redrawn_more_than_four_times() -> None:
-    """Spec 04: the mail app's rows, nested 3-4 layers deep, are painted > 4 times."""
+    """Responsiveness study: the mail app's rows, nested 3-4 layers deep, are painted > 4 times."""
     apps = load_ui_apps()
     for key, app in apps.items():
         h = ViewHierarchy.from_specs(app.views, (1080, 2160))

@@ -1,5 +1,5 @@
 """ANR/SNR detection: timeouts to the ns, what the blocked thread waited on, wait chains;
-and the spec-04 story: real-time discards stall fsync into an ANR or an SNR."""
+and the responsiveness study's story: real-time discards stall fsync into an ANR or an SNR."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def test_locks_hand_over_first_come_first_served_and_chains_stop_at_a_deadlock()
     assert a.holder is t2 and order == ["t2"]
 
 
-# -- spec 04: WAM → fsync → ANR / SNR --------------------------------------------------
+# -- responsiveness study: WAM → fsync → ANR / SNR -------------------------------------
 
 
 def anr_scenario(policy: WamPolicy) -> tuple[Dispatcher, Phone, list[int]]:

@@ -1,4 +1,4 @@
-"""GPU buffers and their compression in the background (spec 02): the compress daemon
+"""GPU buffers and their compression in the background (GPU-buffer study): the compress daemon
 never loses or duplicates a page, it runs only on an idle core and nearest-eviction
 first, background GPU work is deferred, a resume decompresses everything, and kills at
 any moment give every page back."""

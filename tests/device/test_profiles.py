@@ -25,11 +25,11 @@ from mqoe.device.profiles.loader import CATALOG_DIR
 from mqoe.errors import InputFileError, UserError
 
 # ---------------------------------------------------------------------------------------
-# Expected data, written from the spec text (not read from the TOML files)
+# Expected data, written from the studies' tables (not read from the TOML files)
 # ---------------------------------------------------------------------------------------
 
-# Spec 04 §The fifteen phone models: (#, profile, SoC, table clock GHz, RAM GB, flash GB,
-# Android).
+# The responsiveness study's fifteen phone models: (#, profile, SoC, table clock GHz,
+# RAM GB, flash GB, Android).
 SPEC04_TABLE = [
     (1, "redmi-5", "Snapdragon 450", 1.8, 3, 32, "7.0"),
     (2, "mi-a1", "Snapdragon 625", 2.0, 4, 64, "7.0"),
@@ -61,7 +61,7 @@ SOC_LAYOUT = {
     "Snapdragon 845": [(4, "Kryo 385 Silver", 1770), (4, "Kryo 385 Gold", 2800)],
 }
 
-# Spec 01 §Phones to profile: (profile, RAM GB, [(cores, core type, MHz) LITTLE first],
+# The memory-pressure study's phones: (profile, RAM GB, [(cores, core type, MHz) LITTLE first],
 # screen (w, h), tier).
 SPEC01_TABLE = [
     ("nokia-1", 1, [(4, "Cortex-A53", 1100)], (480, 854), "entry"),
@@ -73,14 +73,14 @@ SPEC_NAMES = {name for _, name, *_ in SPEC04_TABLE} | {
     "nokia-1",
     "nexus-5",
     "nexus-6p",
-    "galaxy-nexus",  # spec 05
+    "galaxy-nexus",  # the NetPIS study
 }
 
 MS = 1_000_000  # ns per ms
 
 
 def _tier(model_number: int) -> str:
-    # Spec 04: models 1-5 low-end, 6-10 middle, 11-15 high-end.
+    # The responsiveness study: models 1-5 low-end, 6-10 middle, 11-15 high-end.
     return "low" if model_number <= 5 else "mid" if model_number <= 10 else "high"
 
 
@@ -149,7 +149,7 @@ def test_spec01_phone_matches_spec_table(
 
 def test_nokia_1_is_an_android_go_phone_and_the_others_are_not() -> None:
     assert load_profile("nokia-1").low_ram
-    assert load_profile("nokia-1").android_version == "10"  # spec 01: Android Go (10)
+    assert load_profile("nokia-1").android_version == "10"  # memory-pressure study: Android Go (10)
     assert load_profile("nokia-1").storage.type == "emmc"
     assert not any(p.low_ram for p in list_profiles() if p.name != "nokia-1")
 

@@ -33,7 +33,7 @@ from mqoe.policies.abr import (
     make_rule,
 )
 
-SPEC03_KBPS = [235, 375, 560, 750, 1050, 1400, 1750]  # spec 03 ladder
+SPEC03_KBPS = [235, 375, 560, 750, 1050, 1400, 1750]  # downward-spiral study's ladder
 SPEC03 = [Representation(float(kbps)) for kbps in SPEC03_KBPS]
 
 
@@ -130,7 +130,7 @@ def test_throughput_without_history_is_the_lowest_rung() -> None:
 
 
 # --- BBA ------------------------------------------------------------------------------------
-# Spec 03 ladder, 240 s buffer, 4 s segments: reservoir 90 s, cushion 126 s, and
+# Downward-spiral study's ladder, 240 s buffer, 4 s segments: reservoir 90 s, cushion 126 s, and
 # f(B) = 235 + 1515 × (B − 90) / 126: f(132) = 740, f(153) = 992.5, f(174) = 1245.
 
 

@@ -1,4 +1,4 @@
-"""GPU-buffer compression policies (spec 02): FAIR's cap grows with LRU distance and the
+"""GPU-buffer compression policies (GPU-buffer study): FAIR's cap grows with LRU distance and the
 daemon never compresses past it; FULL compresses every background page, VAN none; the
 policies are chosen by name with key=value parameters and one-line errors."""
 

@@ -1,4 +1,5 @@
-"""MemoryAware: caps per trim level computed by hand on spec 01 ladders, recovery after the
+"""MemoryAware: caps per trim level computed by hand on the memory-pressure
+study's ladders, recovery after the
 quiet period, no cap without trims, and a valid, monotone index for any ladder."""
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from mqoe.policies.abr import (
 from mqoe.policies.memory_adapt import MemoryAware
 
 R = Representation
-# Spec 01 frame-rate experiments: 480p at 24/30/48/60 fps (2.5/2.5/4/4 Mbit/s).
+# Memory-pressure study's frame-rate experiments: 480p at 24/30/48/60 fps (2.5/2.5/4/4 Mbit/s).
 FPS_480P = [R(2500, 480, 24), R(2500, 480, 30), R(4000, 480, 48), R(4000, 480, 60)]
-# Spec 01 ladder, 240p–1080p at 30 and 60 fps, sorted by bitrate:
+# Memory-pressure study's ladder, 240p–1080p at 30 and 60 fps, sorted by bitrate:
 # 0 240p30 · 1 240p60 · 2 360p30 · 3 360p60 · 4 480p30 · 5 480p60 · 6 720p30 · 7 720p60
 # 8 1080p30 · 9 1080p60
 SPEC01 = [R(500, 240, 30), R(1000, 240, 60), R(1000, 360, 30), R(1500, 360, 60),

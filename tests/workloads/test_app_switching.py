@@ -1,4 +1,4 @@
-"""Scenario app-switching (spec 02): deterministic per seed, the launch draw follows the
+"""Scenario app-switching (GPU-buffer study): deterministic per seed, the launch draw follows the
 category mix and never repeats the app in front, launch traces replay in order with
 errors naming file and line, and VAN is indistinguishable from no GPU module at all."""
 

@@ -1,4 +1,4 @@
-"""Fleet simulation (spec 04 §4): the discard queue by hand, WAM trims on hand-made days,
+"""Fleet simulation (responsiveness study): the discard queue by hand, WAM trims on hand-made days,
 timeouts, determinism, chunking, and practical WAM removing WAM-caused events."""
 
 from __future__ import annotations

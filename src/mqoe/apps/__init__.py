@@ -1,1 +1,1 @@
-"""apps layer (see spec 00)."""
+"""apps layer."""

@@ -1,8 +1,8 @@
-"""ActivityManager's app caching (spec 02): launches, the LRU cached-app list, importance.
+"""ActivityManager's app caching (GPU-buffer study): launches, the LRU cached-app list, importance.
 
 An app the user leaves is paused and kept: it trims its memory to its background size
 (anon and GPU buffers, :class:`~mqoe.apps.catalog.AppSpec`'s ``bg_*``) and enters the
-head of the **cached-app list** (at most ``max_cached``, 8 in spec 02; the tail beyond
+head of the **cached-app list** (at most ``max_cached``, 8 in the GPU-buffer study; the tail beyond
 is killed by ActivityManager itself). Each cached app's importance — its LRU distance —
 becomes its oom_score_adj (900 for the most recent, +10 per position), which the
 low-memory killer reads. Launching a cached app is a **resume** (restart its activity,
@@ -31,7 +31,7 @@ from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ, Process
 from mqoe.engine import Event, ms, seconds
 from mqoe.engine import Process as EngineProcess
 
-MAX_CACHED = 8  # spec 02: the framework keeps at most 8 cached apps
+MAX_CACHED = 8  # GPU-buffer study: the framework keeps at most 8 cached apps
 _CACHED_ADJ_STEP = 10  # ProcessList: consecutive cached slots 10 adj apart (Android 7+ scale)
 _TICK_NS = ms(100)  # foreground use is simulated in 100 ms steps
 _TICK_TOUCH_SHARE = 0.02  # calibration: a tick of use touches 2% of the working set

@@ -1,13 +1,14 @@
-"""The memory-pressure sources of spec 01: cached background apps and the pressure generator.
+"""The memory-pressure sources of the Coal Not Diamonds study (CoNEXT 2022): cached
+background apps and the pressure generator.
 
 * :class:`CachedApp` — an app the user opened before and left. Its process sits at a
   cached oom_score_adj (900–999) holding anonymous memory and a file working set; it
   does nothing else (optionally a rare wake-up that touches its pages). lmkd kills these
   first, and their number drives ActivityManager's trim signals.
 * :func:`boot_background` — the cached processes a phone has after boot and normal use;
-  :func:`open_apps` — spec 01's *organic* pressure: N ordinary apps opened before the
+  :func:`open_apps` — the study's *organic* pressure: N ordinary apps opened before the
   video (8 gave Moderate on the 1 GB phone).
-* :class:`PressureGenerator` — spec 01's generator: a service at nice −17 that allocates
+* :class:`PressureGenerator` — the study's generator: a service at nice −17 that allocates
   touched anonymous memory in 5 MiB chunks until the trim signal it waits for arrives,
   then holds that memory (touching it now and then so it stays resident).
 
@@ -42,7 +43,7 @@ from mqoe.engine import Process as EngineProcess
 
 MB_PAGES = 256  # 4 KB pages per MiB
 
-# PressureGenerator targets: the onTrimMemory level it allocates until (spec 01 states).
+# PressureGenerator targets: the onTrimMemory level it allocates until (the study's states).
 TARGET_LEVELS = {
     "normal": TRIM_NONE,
     "moderate": TRIM_RUNNING_MODERATE,
@@ -121,8 +122,9 @@ BOOT_APPS = AppCatalogue(
 
 # Calibration constants: ordinary user apps (browser, messaging, social, maps) are larger
 # than the boot-time helpers — Go-edition apps keep PSS around 50–120 MB while used; once
-# cached they hold most of it. Not yet fitted to spec 01's "8 apps gave Moderate on the
-# Nokia 1": that also depends on the system processes' baseline, which a scenario adds.
+# cached they hold most of it. Not yet fitted to the memory-pressure study's "8 apps gave
+# Moderate on the Nokia 1": that also depends on the system processes' baseline, which a
+# scenario adds.
 USER_APPS = AppCatalogue(
     names=(
         "com.android.chrome",
@@ -226,7 +228,7 @@ class CachedApp:
 def boot_background(
     phone: Phone, n: int, rng: np.random.Generator, catalogue: AppCatalogue = BOOT_APPS
 ) -> list[CachedApp]:
-    """The ``n`` cached processes of a phone after boot and normal use (spec 01).
+    """The ``n`` cached processes of a phone after boot and normal use (memory-pressure study).
 
     Sizes are drawn uniformly from ``catalogue``'s ranges; names cycle through its list
     in a random order. Returns the apps newest first (lowest adj first).
@@ -237,8 +239,9 @@ def boot_background(
 def open_apps(
     phone: Phone, n: int, rng: np.random.Generator, catalogue: AppCatalogue = USER_APPS
 ) -> list[CachedApp]:
-    """Organic pressure (spec 01): the user opens ``n`` ordinary apps, one after another,
-    before the video; each ends up cached, more recent than what was cached before.
+    """Organic pressure (memory-pressure study): the user opens ``n`` ordinary apps, one
+    after another, before the video; each ends up cached, more recent than what was cached
+    before.
 
     The launches themselves (their CPU and storage reads) are not modelled: the apps
     start at the current instant holding their memory. Returns them newest first.
@@ -293,7 +296,7 @@ def rank_cached(phone: Phone, newest: Sequence[Process] = ()) -> None:
 
 
 class PressureGenerator:
-    """Spec 01's memory-pressure generator: allocate until the target trim level, hold.
+    """The memory-pressure study's pressure generator: allocate until the target trim level, hold.
 
     A service process at ``adj`` (perceptible) with one thread at nice ``nice`` allocates
     ``chunk_mb`` of anonymous memory every ``interval_ms`` and touches it (first-touch
@@ -315,12 +318,12 @@ class PressureGenerator:
         phone: Phone,
         target: str,
         *,
-        chunk_mb: float = 5.0,  # spec 01: 5 MiB chunks
+        chunk_mb: float = 5.0,  # the study's 5 MiB chunks
         interval_ms: float = 50.0,  # calibration: the study does not give the pace
-        hold_touch_s: float | None = None,  # spec 01 "holds it": None = never used again
+        hold_touch_s: float | None = None,  # the study's "holds it": None = never used again
         fault_cycles_per_page: float = 1_500.0,  # calibration: fault + zeroing ≈ 1.5 µs/A53 GHz
         adj: int = PERCEPTIBLE_APP_ADJ,  # a started service the user knows of
-        nice: int = -17,  # spec 01: the generator service runs at nice −17
+        nice: int = -17,  # the study's generator service runs at nice −17
         name: str = "memory-pressure",
         zram_ratio: float = 0.0,  # its data's compressibility (0: the profile's ratio)
     ) -> None:

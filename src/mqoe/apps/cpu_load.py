@@ -28,7 +28,7 @@ class BurstThread:
     """Wakes ``rate_hz`` times per second (Poisson or periodic) and runs a burst of work.
 
     With a real-time policy this stands in for a kernel I/O thread such as mmcqd, which
-    preempts fair-class threads whenever requests arrive (spec 01).
+    preempts fair-class threads whenever requests arrive (the memory-pressure study).
     """
 
     def __init__(

@@ -1,12 +1,13 @@
 """File churn: apps creating, writing and deleting files — installs, updates, caches, media.
 
-This is what ages a phone's flash (spec 04): every file written programs flash pages
-(the FTL's utilisation and fragmentation grow), every file deleted frees logical pages
-that the WAM policy discards at once (real-time) or counts into S_d for a batched trim
-(see :mod:`mqoe.policies.wam`). Files of each :class:`FileKind` are created at Poisson
-times with log-normal sizes and live an exponential lifetime; each is written by the
-kind's own thread (D state while its requests are served) and, as SQLite and installd
-do, fsynced — so a creation can also wait behind queued discards.
+This is what ages a phone's flash (the responsiveness study, MobiCom 2020): every file
+written programs flash pages (the FTL's utilisation and fragmentation grow), every file
+deleted frees logical pages that the WAM policy discards at once (real-time) or counts
+into S_d for a batched trim (see :mod:`mqoe.policies.wam`). Files of each
+:class:`FileKind` are created at Poisson times with log-normal sizes and live an
+exponential lifetime; each is written by the kind's own thread (D state while its
+requests are served) and, as SQLite and installd do, fsynced — so a creation can also
+wait behind queued discards.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Network apps for spec 05: a streaming video player, an app-store download, a browser.
+"""Network apps for the NetPIS study: a streaming video player, an app-store download, a browser.
 
 Each app is a process (pid, zygote child) owning its sockets (``Connection.owner_pid``)
 and reads its sockets itself: a loader thread wakes every ``read_period`` and drains
@@ -10,7 +10,7 @@ the kernel between reads, as with a real app's read loop.
   pauses until there is room for one more segment; an ABR rule picks each segment's
   rate; service time = play pressed → last frame shown (video length + start-up delay +
   stalls).
-* :class:`AppStoreDownload` — one long download (spec 05: a 1.1 GB app-store update).
+* :class:`AppStoreDownload` — one long download (NetPIS study: a 1.1 GB app-store update).
 * :class:`BrowsingApp` — page loads: bursts of small objects over several persistent
   connections (as a browser's per-host pool), with think time between pages.
 """
@@ -26,7 +26,7 @@ from mqoe.device.net import BulkFlow, Connection, HttpClient, Network, TcpConfig
 from mqoe.engine import Environment, Event, seconds
 from mqoe.policies.abr.base import AbrRule, Download, Representation
 
-APP_STORE_BYTES = 1_100_000_000  # spec 05: the 1.1 GB background update
+APP_STORE_BYTES = 1_100_000_000  # NetPIS study: the 1.1 GB background update
 
 
 class SocketReader:
@@ -135,7 +135,7 @@ class VideoApp:
 
 
 class AppStoreDownload:
-    """One long download of ``nbytes`` from ``server`` (spec 05's app-store update)."""
+    """One long download of ``nbytes`` from ``server`` (the NetPIS study's app-store update)."""
 
     def __init__(
         self, net: Network, server: str, client: str, cfg: TcpConfig, pid: int,

@@ -4,7 +4,7 @@ It keeps a playback buffer of at most ``buffer_max_s``, drained at 1 s per secon
 playback starts (after the first segment), asks for the next segment whenever there is
 room for one, and lets an ABR rule choose what to ask for. Its throughput samples are
 what it measures (bytes / download time), so a short download that never leaves slow
-start looks slow — the root of the downward spiral (spec 03).
+start looks slow — the root of the downward spiral (the IMC 2012 study).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ thread wakes at random (exponential gaps), uses ``touch_per_s`` of its process's
 per second of gap — so reclaim finds them referenced, and evicted ones refault — and
 runs an exponentially distributed burst of CPU. The load is light on its own; under
 memory pressure its refaults and the CPU it competes for are part of what the video
-threads wait behind (spec 01).
+threads wait behind (the memory-pressure study, CoNEXT 2022).
 
 The catalogue (``apps/catalog/system.toml``) has a ``go`` table for Android Go
 (low-RAM) profiles and a ``full`` one for the others; its values are calibration

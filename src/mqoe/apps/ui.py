@@ -1,5 +1,5 @@
 """UI apps on the rendering pipeline: view hierarchies, overdraw and scripted interactions
-(spec 04 §Rendering).
+(the responsiveness study's rendering mechanisms, MobiCom 2020).
 
 An app is a **main thread** (input, animation, measure and layout — and whatever the app
 does synchronously there: Binder calls, storage reads), a **RenderThread** (draws the

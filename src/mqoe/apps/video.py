@@ -1,4 +1,5 @@
-"""A DASH video player on the phone (spec 01): frames are work on named threads.
+"""A DASH video player on the phone (memory-pressure study, CoNEXT 2022): frames are work
+on named threads.
 
 The player host (browser-like or app-like) is a process with threads:
 
@@ -53,7 +54,8 @@ RESOLUTIONS = {240: (426, 240), 360: (640, 360), 480: (854, 480), 720: (1280, 72
 
 @dataclass(frozen=True)
 class PlayerHost:
-    """What kind of app plays the video (calibration constants; spec 01 used a browser)."""
+    """What kind of app plays the video (calibration constants; the memory-pressure study used a
+    browser)."""
 
     name: str
     base_anon_mb: float  # JS heap, DOM, player state
@@ -88,7 +90,7 @@ BROWSER = PlayerHost(
 APP = PlayerHost("app", 60.0, 40.0, 0.3, 6, 24, 0.0, skip_behind_s=0.5)  # ExoPlayer-like
 HOSTS = {"browser": BROWSER, "app": APP}
 
-# Decode complexity relative to a travel vlog (genres differ only through it, spec 01).
+# Decode complexity relative to a travel vlog (the memory-pressure study: genres differ only in it).
 GENRES = {"travel": 1.0, "news": 0.8, "animation": 0.7, "sports": 1.3, "gaming": 1.2}
 
 
@@ -129,7 +131,7 @@ class VideoPlayer:
         self.duration_s = duration_s
         self.segment_s = segment_s
         self.buffer_max_s = buffer_max_s
-        self.gop_ns = seconds(gop_s)  # keyframe spacing (spec 01: 2 s GOP)
+        self.gop_ns = seconds(gop_s)  # keyframe spacing (memory-pressure study: 2 s GOP)
         self.source: SegmentSource = source or LanSegments(lan_mbps)
         env, cpu = phone.env, phone.cpu
         self.process: Process = phone.processes.spawn(host.name, FOREGROUND_APP_ADJ, env.now)

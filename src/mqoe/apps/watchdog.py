@@ -1,9 +1,10 @@
-"""ANR and SNR detection: Android's timeouts on the threads that block (spec 04, spec 06).
+"""ANR and SNR detection: Android's timeouts on the threads that block (the
+responsiveness study, MobiCom 2020; AOSP timeouts).
 
 * **ANR.** ``Dispatcher`` is the part of InputDispatcher/ActivityManager that hands
   work to an app's main thread (its :class:`Looper`) and starts a timer: input 5 s
   (foreground app), broadcast 10 s foreground / 60 s background, service start 20 s
-  foreground / 200 s background (AOSP defaults, spec 06). If the message has not been
+  foreground / 200 s background (AOSP defaults). If the message has not been
   handled when the timer fires, an :class:`AnrRecord` is emitted at exactly that
   instant. While a process is "not responding" (its timed-out message still pending)
   further timeouts of it are not reported, as ProcessRecord's notResponding flag does.
@@ -16,7 +17,8 @@ Each record says what the blocked thread waited on — ``fsync``, ``lock:<name>`
 ``binder:<service>``, ``gc`` (declared through :class:`Waits`), or ``cpu``/``io``/
 ``sleep`` from its scheduler state — and the wait chain (thread names) obtained by
 following lock holders and Binder servers, so an analyser can build the wait-for graph
-(spec 04 pipeline step 1). :class:`Lock` is a Java monitor for simulated threads.
+(step 1 of the responsiveness study's root-cause pipeline). :class:`Lock` is a Java
+monitor for simulated threads.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from mqoe.device.cpu import Thread, ThreadState
 from mqoe.device.storage import Storage
 from mqoe.engine import Environment, Event, Timer, seconds
 
-# frameworks/base defaults (spec 06).
+# AOSP frameworks/base defaults.
 INPUT_DISPATCH_TIMEOUT_NS = seconds(5)  # InputDispatcher: DEFAULT_INPUT_DISPATCHING_TIMEOUT
 BROADCAST_FG_TIMEOUT_NS = seconds(10)  # ActivityManagerService.BROADCAST_FG_TIMEOUT
 BROADCAST_BG_TIMEOUT_NS = seconds(60)  # ActivityManagerService.BROADCAST_BG_TIMEOUT

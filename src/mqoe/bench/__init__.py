@@ -141,7 +141,7 @@ def video_session_speed(resolution: str = "1080p", fps: int = 60, seed: int = 1)
 
 
 def app_switching_speed(mem_gb: str = "1.5", policy: str = "fair", seed: int = 1) -> float:
-    """Simulated seconds per wall second of spec 02's 100-minute app-switching run (256
+    """Simulated seconds per wall second of the GPU-buffer study's 100-minute app-switching run (256
     launches) on the gpu-buffers reproduction's Nexus 5; the budget is < 10 s wall, i.e.
     > 600 simulated s per wall s."""
     from mqoe.experiments.gpu_buffers import kitkat_profile

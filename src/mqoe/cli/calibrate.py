@@ -1,4 +1,4 @@
-"""``mqoe calibrate lz4``: measure LZ4 on synthetic GPU-buffer contents (spec 02)."""
+"""``mqoe calibrate lz4``: measure LZ4 on synthetic GPU-buffer contents (GPU-buffer study)."""
 
 from __future__ import annotations
 

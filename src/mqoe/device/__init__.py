@@ -1,1 +1,1 @@
-"""device layer (see spec 00)."""
+"""device layer."""

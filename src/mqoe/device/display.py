@@ -1,11 +1,12 @@
-"""The display pipeline below the apps: V-Sync, BufferQueues and SurfaceFlinger (spec 04).
+"""The display pipeline below the apps: V-Sync, BufferQueues and SurfaceFlinger (as
+in the responsiveness study, MobiCom 2020).
 
 * **V-Sync** ticks at the panel rate (``profile.display.refresh_hz``): tick *k* is at
   ``k × period_ns``. Nothing is scheduled per tick; whoever waits for a V-Sync computes
   the next one (:meth:`Display.next_vsync`), so an idle screen costs no events.
 * **BufferQueue** (one per app surface, :class:`BufferQueue`) with N buffers cycling
   FREE → DEQUEUED (the app draws into it) → QUEUED (ready for SurfaceFlinger) →
-  ACQUIRED (latched, on screen) → FREE. With N = 3 (triple buffering, spec 04) the app
+  ACQUIRED (latched, on screen) → FREE. With N = 3 (triple buffering, as in the study) the app
   holds two canvas buffers and SurfaceFlinger one; when every buffer is queued or held,
   ``dequeue`` blocks the app (back-pressure). SurfaceFlinger keeps the latched buffer
   on screen until it latches the next one; with a single buffer it hands it back as
@@ -67,9 +68,10 @@ _REFERENCE_PANEL_PX = 1080 * 1920
 
 @dataclass(frozen=True, slots=True)
 class DisplayConfig:
-    """How the display pipeline is set up (defaults: stock Android of spec 04's phones)."""
+    """How the display pipeline is set up (defaults: stock Android of the responsiveness study's
+    phones)."""
 
-    buffers: int = 3  # triple buffering (spec 04 §Rendering); 1 and 2 are selectable
+    buffers: int = 3  # triple buffering (responsiveness study); 1 and 2 are selectable
     sf_cpuset: SfCpuset = "little"  # system-background cpuset (main_surfaceflinger.cpp)
     # None: by Android version (:func:`surfaceflinger_policy`).
     sf_policy: SchedPolicy | None = None

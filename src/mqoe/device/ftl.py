@@ -51,7 +51,7 @@ import numpy.typing as npt
 
 PAGE_BYTES = 4096
 DEFAULT_CAPACITY_PAGES = 1 << 18  # 1 GiB of 4 KB pages: a sample of the phone's flash
-DEFAULT_PAGES_PER_BLOCK = 256  # spec 04: 128–256 pages per erase block
+DEFAULT_PAGES_PER_BLOCK = 256  # responsiveness study: 128–256 pages per erase block
 DEFAULT_OVER_PROVISIONING = 0.07  # assumed: 7% spare (GB sold vs GiB of NAND)
 
 LpnArray = npt.NDArray[np.int64]
@@ -211,7 +211,7 @@ class Ftl:
         writes find erased blocks instead of paying GC. Returns the blocks erased.
 
         Only a discard or an overwrite can empty a block, so this is how real-time
-        discards give "fresh blocks" (spec 04) and untrimmed deletes do not."""
+        discards give "fresh blocks" (the responsiveness study) and untrimmed deletes do not."""
         if not self._idle_work:
             return 0
         self._idle_work = False

@@ -1,9 +1,10 @@
-"""GPU buffers in shared memory and their compression in the background (spec 02).
+"""GPU buffers in shared memory and their compression in the background (the GPU-buffer
+study, 2015).
 
 A GPU cannot take page faults, so a driver maps all of a buffer's pages in the GPU's
 IOMMU at once: an app's GPU buffers are resident as a whole (``memory.allocate(...,
 "gpu")``), page by page in the memory model's accounting. :class:`Gpu` adds the scheme
-of spec 02 on top:
+of the GPU-buffer study on top:
 
 * **Hook.** The framework tells the GPU module about its cached-app list
   (:meth:`Gpu.set_cached`): an app leaving the foreground becomes a *candidate* (S1) in
@@ -54,7 +55,7 @@ _MB_PAGES = 256
 
 
 class GpuState(IntEnum):
-    """Spec 02's app states."""
+    """The GPU-buffer study's app states."""
 
     S0 = 0  # foreground, buffers uncompressed
     S1 = 1  # background candidate (in the pending list, nothing compressed yet)
@@ -112,7 +113,7 @@ class Decompression:
 
 
 class Gpu:
-    """The GPU driver's buffer bookkeeping plus spec 02's compression scheme.
+    """The GPU driver's buffer bookkeeping plus the GPU-buffer study's compression scheme.
 
     Public: ``register``, ``resize``, ``set_cached``, ``foreground``, ``submit``,
     counters and ``check``."""

@@ -1,4 +1,4 @@
-"""What GPU buffers hold, and what LZ4 makes of it, page by page (spec 02).
+"""What GPU buffers hold, and what LZ4 makes of it, page by page (GPU-buffer study).
 
 Simulations never compress real bytes (far too slow). They draw each page's stored size
 and charge its codec time from a table measured once, on the calibration host, with the

@@ -1,13 +1,14 @@
-"""lmkd (the low-memory killer daemon) and ActivityManager's trim signals (spec 06).
+"""lmkd (the low-memory killer daemon) and ActivityManager's trim signals (AOSP).
 
 lmkd modes — what makes it kill, a :class:`KillTrigger` from :data:`LMK_TRIGGERS`
 chosen by the profile's ``[lmk] mode``:
 
-* ``vmpressure`` (legacy lmkd, spec 01): a vmpressure *medium* sample makes processes
-  with oom_score_adj ≥ ``medium_adj`` (cached/background) killable, *critical* makes
-  everything ≥ ``critical_adj`` (the foreground too) killable. lmkd first filters the
-  event by swap use (:meth:`Lmkd.filtered_level`): on Android Go a phone that still has
-  free swap ignores events, and one that is swapping heavily upgrades them to critical.
+* ``vmpressure`` (legacy lmkd, as in the memory-pressure study): a vmpressure *medium*
+  sample makes processes with oom_score_adj ≥ ``medium_adj`` (cached/background)
+  killable, *critical* makes everything ≥ ``critical_adj`` (the foreground too)
+  killable. lmkd first filters the event by swap use (:meth:`Lmkd.filtered_level`): on
+  Android Go a phone that still has free swap ignores events, and one that is swapping
+  heavily upgrades them to critical.
 * ``minfree`` (the in-kernel LMK, a shrinker): after every reclaim pass, the first level
   whose minfree exceeds both the free memory above the kernel's reserve (the high
   watermark) and the file cache gives the minimum killable adj. MediaTek's variant
@@ -24,7 +25,7 @@ its threads exit at once and returns its pages after a teardown delay; lmkd hand
 new event until then (one kill per event, as on low-RAM devices).
 
 Trim signals: when the number of cached processes falls to the configured thresholds
-(spec 01: 6 / 5 / 3 on the 1 GB Go phone) the foreground app is sent
+(memory-pressure study: 6 / 5 / 3 on the 1 GB Go phone) the foreground app is sent
 ``onTrimMemory(RUNNING_MODERATE / LOW / CRITICAL)``.
 """
 
@@ -48,7 +49,7 @@ from mqoe.device.process import (
 from mqoe.device.profiles import LmkSpec
 from mqoe.engine import Environment, Event, ms
 
-# ComponentCallbacks2 trim levels (spec 06).
+# Android's ComponentCallbacks2 trim levels.
 TRIM_NONE = 0
 TRIM_RUNNING_MODERATE = 5
 TRIM_RUNNING_LOW = 10

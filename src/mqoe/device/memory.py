@@ -1,14 +1,14 @@
 """Memory: page-accurate accounting, watermarks, kswapd, direct reclaim, zRAM, refaults,
-vmpressure and PSI — the mechanisms of spec 01.
+vmpressure and PSI — the mechanisms of the memory-pressure study (CoNEXT 2022).
 
 Every 4 KB page is in exactly one place (the conservation invariant,
 :meth:`Memory.check`): free, reserved (carve-outs and kernel), the unmapped page cache
 (clean, dirty or under writeback), a process's resident anon, file or GPU pages, the
 zRAM pool (the RAM holding compressed anon pages), or a named kernel pool (pages other
-kernel allocators hold, e.g. the zsmalloc pool of compressed GPU buffers, spec 02).
+kernel allocators hold, e.g. the zsmalloc pool of compressed GPU buffers, GPU-buffer study).
 
-* **Watermarks** (spec 06): min_free_kbytes = √(lowmem_kb × 16) clamped to 128 KB–64 MB;
-  low = min + max(min/4, managed × scale/10000); high = min + 2 × that.
+* **Watermarks** (Linux mm/page_alloc.c): min_free_kbytes = √(lowmem_kb × 16) clamped to
+  128 KB–64 MB; low = min + max(min/4, managed × scale/10000); high = min + 2 × that.
 * **kswapd** is a fair-class thread at nice 0 — the foreground's priority — woken below
   *low*, reclaiming batches of 32 pages until free memory is above *high*.
 * **Reclaim** scans the coldest pools first — the unmapped cache, then processes by
@@ -91,7 +91,7 @@ WRITEBACK_PAGES = 128  # pages per writeback request (512 KB, max_sectors_kb of 
 
 
 def watermarks(spec: MemorySpec) -> tuple[int, int, int]:
-    """(min, low, high) in pages, by the kernel's formulas (spec 06)."""
+    """(min, low, high) in pages, by the kernel's formulas (mm/page_alloc.c)."""
     managed = spec.total_pages - spec.reserved_pages
     lowmem_kb = managed * 4
     min_kb = min(max(int(math.sqrt(lowmem_kb * 16)), 128), 65536)

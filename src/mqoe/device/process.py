@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from mqoe.device.cpu import Thread
 from mqoe.device.lru import Lruvec
 
-# frameworks/base ProcessList.java (spec 06).
+# AOSP frameworks/base ProcessList.java.
 NATIVE_ADJ = -1000
 SYSTEM_ADJ = -900
 FOREGROUND_APP_ADJ = 0
@@ -24,7 +24,7 @@ HOME_APP_ADJ = 600
 PREVIOUS_APP_ADJ = 700
 CACHED_APP_MIN_ADJ = 900
 CACHED_APP_MAX_ADJ = 999
-ZYGOTE_PID = 2  # every app is a child of zygote (spec 05)
+ZYGOTE_PID = 2  # every app is a child of zygote (as NetPIS-S uses)
 
 
 def sched_group(oom_score_adj: int) -> str | None:

@@ -1,20 +1,22 @@
 """The storage I/O path: a request queue served by the ``mmcqd`` kernel thread, over flash.
 
 mmcqd runs each request: it spends CPU in the block layer and host driver (a real-time
-thread, so it preempts every fair-class thread — spec 01), then the device takes its
-service time. The thread that asked waits in uninterruptible sleep (Blocked on I/O).
+thread, so it preempts every fair-class thread — the memory-pressure study), then the
+device takes its service time. The thread that asked waits in uninterruptible sleep
+(Blocked on I/O).
 
 **Queue order.** Requests are served one at a time in arrival order (FIFO): mmcqd
 fetches them from the block queue one by one and the eMMC driver issues a discard
 synchronously, the card staying busy until it is done. So a large discard holds back
-every read and write queued after it — the spec's blocking story (spec 04).
+every read and write queued after it — the blocking story of the responsiveness study
+(MobiCom 2020).
 
-**Flash** (spec 04). A write that names its logical pages (``lpns``) goes through the
-flash translation layer (:mod:`mqoe.device.ftl`): its device time is the profile's base
-cost (``write_us`` + ``page_us`` per extra page, unchanged) plus the time of the
-garbage-collection work the FTL did for it (page copies and block erases,
-:class:`FlashTiming`; on a scaled model amortised at the collector's recent rate, see
-``_gc_charge_ns``). On a fresh FTL no GC is needed and a write costs exactly the base.
+**Flash** (as in the responsiveness study). A write that names its logical pages
+(``lpns``) goes through the flash translation layer (:mod:`mqoe.device.ftl`): its device
+time is the profile's base cost (``write_us`` + ``page_us`` per extra page, unchanged)
+plus the time of the garbage-collection work the FTL did for it (page copies and block
+erases, :class:`FlashTiming`; on a scaled model amortised at the collector's recent rate,
+see ``_gc_charge_ns``). On a fresh FTL no GC is needed and a write costs exactly the base.
 Writes without logical pages (the memory model's writeback and swap) and all reads keep
 the base cost; they do not age the modelled flash. Whenever the queue runs empty the
 device erases its blocks that hold no valid page (idle-time GC, :meth:`Ftl.
@@ -24,8 +26,9 @@ erase_invalid_blocks`), so discarded space comes back as erased blocks.
 returns at once — discards are asynchronous — and mmcqd serves it in turn
 (``discard_us`` + ``discard_page_us`` per page). :meth:`Storage.fsync` writes the dirty
 pages and then waits until every discard queued *before* it has completed: the
-quasi-asynchronous dependency of spec 04 (ext4's journal commit waits for the discards
-of the transactions before it, spec 06); the thread is in D state throughout.
+quasi-asynchronous dependency of the responsiveness study (Linux ext4 with
+``-o discard``: the journal commit waits for the discards of the transactions before
+it); the thread is in D state throughout.
 
 **File space.** A minimal file-system allocator hands out logical pages
 (:meth:`allocate`: a file takes the first free extent ahead that holds it whole, else
@@ -96,7 +99,8 @@ FLASH_TIMING: dict[str, FlashTiming] = {
         erase_us=3000.0,  # datasheet range: block erase 2–5 ms (MLC/TLC NAND)
         discard_us=4000.0,  # assumed: eMMC busy per TRIM command (as mqoe.workloads.fleet)
         # assumed: eMMC 5.1 trims ~200 MB/s over large ranges (fstrim of tens of GB takes
-        # minutes on eMMC phones; spec 04: discards are slow and stall fsync).
+        # minutes on eMMC phones; the responsiveness study: discards are slow and
+        # stall fsync).
         discard_page_us=20.48,
     ),
     "ufs": FlashTiming(
@@ -289,7 +293,7 @@ class Storage:
         self, thread: Thread, pages: int = 0, lpns: npt.ArrayLike | None = None
     ) -> Generator[Event, object, None]:
         """``fsync``: write ``pages`` dirty pages, then wait for every discard queued
-        before this call (spec 04's quasi-async dependency); D state throughout."""
+        before this call (the responsiveness study's quasi-async dependency); D state throughout."""
         barrier = self._discards_queued
         listener = self.wait_listener
         if listener is not None:

@@ -1,4 +1,4 @@
-"""A zsmalloc-like pool for compressed pages (spec 02, GPU-buffer compression).
+"""A zsmalloc-like pool for compressed pages (the GPU-buffer study's compression).
 
 Linux's zsmalloc (``mm/zsmalloc.c``) stores compressed pages — objects of 1..4096 bytes —
 without the waste of a power-of-two allocator. Physical 4 KB pages are chained into
@@ -23,7 +23,7 @@ objects are stored. What it simplifies:
 * **Class merging is opt-in.** ``zs_create_pool`` lets a class share the zspages of the
   next larger one when both have the same pages and objects per zspage (``can_merge``),
   leaving 69 distinct classes of the 255. By default each class keeps its own zspages, as
-  spec 02 describes; ``ZsPool(merge_classes=True)`` does what the kernel does. Merged
+  the GPU-buffer study describes; ``ZsPool(merge_classes=True)`` does what the kernel does. Merged
   classes share their partly-filled zspages, which matters for small pools: with the
   benchmark's size mix, fragmentation at 20,000 live objects is about 8% unmerged and 4%
   merged (3.5% and 2.5% at 200,000).

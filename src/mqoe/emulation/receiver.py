@@ -105,7 +105,8 @@ class FixedReceiverRule:
 
 @dataclass(kw_only=True)
 class NetpisReceiverRule:
-    """NetPIS-R on the testbed's real sockets (spec 05 part 4; an approximation).
+    """NetPIS-R on the testbed's real sockets (the NetPIS rules on real sockets; an
+    approximation).
 
     The flow named ``foreground_flow`` is the foreground app's, every other one is
     background, and a foreground flow is taken to exist throughout (the testbed's video

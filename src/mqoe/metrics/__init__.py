@@ -1,1 +1,1 @@
-"""metrics layer (see spec 00)."""
+"""metrics layer."""

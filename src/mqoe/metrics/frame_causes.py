@@ -1,6 +1,7 @@
-"""Root causes of slow and frozen frames (spec 04 §Rendering), from per-frame records.
+"""Root causes of slow and frozen frames (the responsiveness study's rendering findings,
+MobiCom 2020), from per-frame records.
 
-Spec 04 sorts SR/FF events into three classes: complex UI / heavy rendering work, slow
+The study sorts SR/FF events into three classes: complex UI / heavy rendering work, slow
 I/O and Binder transactions, and long CPU scheduling delay. Given a frame table (the
 simulator's :meth:`mqoe.apps.ui.UiApp.frames`, or any table with the same columns), each
 slow frame gets the class whose time dominates it:
@@ -41,7 +42,7 @@ import pandas as pd
 from mqoe.metrics.jank import frozen_mask, slow_mask
 
 CAUSES: tuple[str, ...] = ("ui_complex", "io_binder", "sched_delay")
-SEVERE_SLOW_NS = 400_000_000  # severe SR: > 400 ms (spec 04 §Rendering, RUIR results)
+SEVERE_SLOW_NS = 400_000_000  # severe SR: > 400 ms (responsiveness study's RUIR results)
 REQUIRED = (
     "intended_vsync_ns",
     "duration_ns",
@@ -170,7 +171,8 @@ def cause_shares(causes: pd.DataFrame) -> dict[str, float]:
 def clustering(causes: pd.DataFrame, near_frames: int = 5) -> Mapping[str, float]:
     """How clustered slow frames are: the median gap (frames, ms) to the previous slow
     frame, the share within ``near_frames`` of it, and the share of FFs followed by an
-    SR within ``near_frames`` (spec 04: an FF is usually followed by SRs)."""
+    SR within ``near_frames`` (the responsiveness study: an FF is usually followed
+    by SRs)."""
     gaps = causes["gap_frames"].dropna()
     near = float((gaps <= near_frames).mean()) if len(gaps) else float("nan")
     kinds = causes["kind"].to_numpy()

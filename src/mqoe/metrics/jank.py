@@ -1,5 +1,5 @@
-"""Slow and frozen frames (spec 04 §Definitions, Android vitals), one definition shared by
-simulated runs and the real-data analysers.
+"""Slow and frozen frames (the responsiveness study's definitions, MobiCom 2020; Android
+vitals), one definition shared by simulated runs and the real-data analysers.
 
 * **SR** (slow rendering): a frame that took more than 16.67 ms and at most 700 ms.
 * **FF** (frozen frame): a frame that took more than 700 ms.

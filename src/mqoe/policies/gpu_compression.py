@@ -1,4 +1,5 @@
-"""GPU-buffer compression policies (spec 02): how much of a cached app the daemon compresses.
+"""GPU-buffer compression policies (the GPU-buffer study, 2015): how much of a cached app
+the daemon compresses.
 
 Each policy answers one question, :meth:`cap_pages` — how many of an app's buffer pages
 may be held compressed at its LRU position — behind the protocol
@@ -9,8 +10,9 @@ policy is any object with ``name`` and ``cap_pages``.
 * ``van`` — stock Android: nothing is compressed (the GPU module keeps books only).
 * ``full`` — every background app's buffers, all of them.
 * ``fair`` — a cap growing linearly with LRU distance: 0 for the foreground app,
-  ``cap_step_mb`` more per position from the MRU end, never above ``cap_max_mb`` (spec 02:
-  12.5 MB and 100 MB; 100 MB ≈ what decompresses in the 575 ms users tolerate).
+  ``cap_step_mb`` more per position from the MRU end, never above ``cap_max_mb`` (the
+  GPU-buffer study: 12.5 MB and 100 MB; 100 MB ≈ what decompresses in the 575 ms users
+  tolerate).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ class Full:
 
 @dataclass(frozen=True)
 class Fair:
-    cap_step_mb: float = 12.5  # spec 02: +12.5 MB per LRU position from the MRU end
-    cap_max_mb: float = 100.0  # spec 02: ≈ 575 ms of decompression on the Nexus 5
+    cap_step_mb: float = 12.5  # GPU-buffer study: +12.5 MB per LRU position from MRU
+    cap_max_mb: float = 100.0  # GPU-buffer study: ≈ 575 ms of decompression on the Nexus 5
     name: str = dataclasses.field(default="fair", init=False)
 
     def __post_init__(self) -> None:

@@ -1,5 +1,6 @@
-"""Memory-aware adaptation (spec 01): lower the encoded frame rate and/or resolution on
-``onTrimMemory`` signals, and recover once the signals stop.
+"""Memory-aware adaptation (the memory-pressure study, CoNEXT 2022): lower the encoded
+frame rate and/or resolution on ``onTrimMemory`` signals, and recover once the signals
+stop.
 
 :class:`MemoryAware` is an ABR rule (the protocol of :mod:`mqoe.policies.abr.base`) that
 returns a *cap*: combine it with a network rule through
@@ -29,7 +30,7 @@ from typing import ClassVar, Literal
 from mqoe.device.lmk import TRIM_RUNNING_CRITICAL, TRIM_RUNNING_LOW, TRIM_RUNNING_MODERATE
 from mqoe.policies.abr.base import AbrState, Decision, Representation
 
-# Resolution steps (spec 01 ladder: 240p…1440p).
+# Resolution steps (the memory-pressure study's ladder: 240p…1440p).
 HEIGHT_LEVELS_PX = (1440, 1080, 720, 480, 360, 240)
 
 
@@ -47,10 +48,10 @@ class MemoryAware:
 
     name: ClassVar[str] = "memory-aware"
 
-    step: Literal["fps", "resolution", "both"] = "fps"  # spec 01: frame-rate adaptation
+    step: Literal["fps", "resolution", "both"] = "fps"  # the study's frame-rate adaptation
     quiet_s: float = 30.0  # calibration: no trim for this long = pressure over
-    fps_levels: tuple[float, ...] = (60.0, 48.0, 30.0, 24.0)  # spec 01: 24/30/48/60 fps
-    height_levels: tuple[int, ...] = HEIGHT_LEVELS_PX  # spec 01: the resolution ladder
+    fps_levels: tuple[float, ...] = (60.0, 48.0, 30.0, 24.0)  # the study's 24/30/48/60 fps
+    height_levels: tuple[int, ...] = HEIGHT_LEVELS_PX  # the study's resolution ladder
 
     def __post_init__(self) -> None:
         if self.step not in ("fps", "resolution", "both"):

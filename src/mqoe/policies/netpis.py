@@ -1,4 +1,5 @@
-"""NetPIS: receiver-side network performance isolation for the foreground app (spec 05).
+"""NetPIS: receiver-side network performance isolation for the foreground app
+(the NetPIS study, 2015).
 
 Three parts, none of which imports the simulator, so the same objects can drive real
 Linux sockets (SO_RCVBUF / TCP_WINDOW_CLAMP) in a testbed:
@@ -13,7 +14,7 @@ Linux sockets (SO_RCVBUF / TCP_WINDOW_CLAMP) in a testbed:
 * **NetPIS-R** (:class:`Allocator`): one decision per socket from a
   :class:`SocketObservation` to :class:`SocketSettings`.
 
-Interpretation of spec 05's "per packet, buffer × (1 + α)" (documented choice): the
+Interpretation of the NetPIS study's "per packet, buffer × (1 + α)" (documented choice): the
 *target* is the traced need scaled once — a foreground socket's target buffer is
 ``need × (1 + α)`` and a background socket's ``need × (1 − β)`` (both within
 [``min_rcvbuf_bytes``, ``max_rcvbuf_bytes``]) — recomputed at every decision (the caller
@@ -72,9 +73,9 @@ ZYGOTE_PID = 2  # every Android app is forked from zygote
 class NetPisParams:
     """NetPIS-R's weights and bounds."""
 
-    alpha: float = 0.6  # foreground head-room (spec 05's evaluation)
-    beta: float = 0.3  # background cut (spec 05's evaluation)
-    gamma: float = 0.5  # background bounded frame size as a fraction of its buffer (spec 05)
+    alpha: float = 0.6  # foreground head-room (the NetPIS evaluation)
+    beta: float = 0.3  # background cut (the NetPIS evaluation)
+    gamma: float = 0.5  # background bounded frame size as a fraction of its buffer (NetPIS)
     min_rcvbuf_bytes: int = 8 * 1460  # floor: room for a few segments (calibration)
     max_rcvbuf_bytes: int = 2 << 20  # Android 4.x wifi tcp_rmem max (init.rc buffersize.wifi)
     kernel_rcvbuf_bytes: int = 1 << 20  # Android 4.x wifi tcp_rmem default (init.rc)

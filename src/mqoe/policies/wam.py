@@ -2,8 +2,9 @@
 
 Flash GC copies every page it believes valid (see :mod:`mqoe.device.ftl`); a discard
 tells it which pages a deleted file no longer needs. *When* to send discards is the
-policy (spec 04), behind the :class:`WamPolicy` protocol's small decision hooks; the
-:class:`Trimmer` (vold's fstrim, the mechanism) asks them and issues the I/O:
+policy (the responsiveness study, MobiCom 2020), behind the :class:`WamPolicy` protocol's
+small decision hooks; the :class:`Trimmer` (vold's fstrim, the mechanism) asks them and
+issues the I/O:
 
 * ``realtime`` — the default (``-o discard``): every delete queues its discards at once.
   Fresh blocks keep writes fast, but a large delete queues seconds of discards that any
@@ -12,7 +13,7 @@ policy (spec 04), behind the :class:`WamPolicy` protocol's small decision hooks;
   (Android's idle maintenance, ~03:00). It cannot be interrupted (heavy I/O if the user
   picks up the phone) and, if killed, restarts from the head.
 * ``practical`` — the fix: no real-time discards; count the deleted bytes S_d and, once
-  S_d ≥ ``threshold_gb`` (6 GB, spec 04) and the screen is locked, trim the deleted
+  S_d ≥ ``threshold_gb`` (6 GB, the study's value) and the screen is locked, trim the deleted
   pages in groups of 32 K pages (an ext4 block group); pause when the screen is unlocked,
   recording the group offset, and resume from there when it is locked again.
 
@@ -36,7 +37,7 @@ from mqoe.device.storage import Storage
 from mqoe.engine import Event, seconds
 from mqoe.params import make_component
 
-GROUP_PAGES = 32768  # spec 04: trim in page groups of 32 K pages (= an ext4 block group)
+GROUP_PAGES = 32768  # responsiveness study: trim in groups of 32 K pages (= an ext4 block group)
 _GIB = 1 << 30
 _DAY_NS = seconds(86400)
 _HOUR_NS = seconds(3600)
@@ -110,7 +111,7 @@ class RealTime:
 class Lazy:
     """Trim all free space at most once a day when idle (screen off) and charging."""
 
-    start_hour: float = 3.0  # spec 04 / spec 06: Android's idle maintenance, ~03:00
+    start_hour: float = 3.0  # responsiveness study; Android's idle maintenance, ~03:00
     group_pages: int = GROUP_PAGES  # fstrim walks the file system group by group
     name: str = dataclasses.field(default="lazy", init=False)
 
@@ -135,10 +136,10 @@ class Lazy:
         return last_trim_ns < window_ns
 
     def should_pause(self, screen_on: bool) -> bool:
-        return False  # uninterruptible (spec 04)
+        return False  # uninterruptible (responsiveness study)
 
     def offset_after_kill(self, offset_groups: int) -> int:
-        return 0  # spec 04: a killed lazy trim restarts from the beginning
+        return 0  # responsiveness study: a killed lazy trim restarts from the beginning
 
     def trims_all_free(self) -> bool:
         # "Trim everything": vold's daily fstrim over the whole file system; ext4 still
@@ -151,8 +152,8 @@ class Lazy:
 class Practical:
     """Batched trim once S_d ≥ ``threshold_gb``, paused while the screen is unlocked."""
 
-    threshold_gb: float = 6.0  # spec 04: balances write speed against total trim time
-    group_pages: int = GROUP_PAGES  # spec 04: page groups of 32 K pages
+    threshold_gb: float = 6.0  # the study's: balances write speed against total trim time
+    group_pages: int = GROUP_PAGES  # the study's page groups of 32 K pages
     name: str = dataclasses.field(default="practical", init=False)
 
     def __post_init__(self) -> None:
@@ -161,7 +162,7 @@ class Practical:
         _check_group(self.group_pages)
 
     def discard_on_delete(self) -> bool:
-        return False  # spec 04: real-time discards are turned off
+        return False  # the study's fix turns real-time discards off
 
     def should_trim(
         self, now_ns: int, deleted_bytes: int, screen_on: bool, charging: bool, last_trim_ns: int

@@ -1,8 +1,8 @@
-"""Scenario ``app-switching``: a user launching apps for ~100 minutes (spec 02).
+"""Scenario ``app-switching``: a user launching apps for ~100 minutes (GPU-buffer study).
 
 The phone boots its system processes; then the user launches ``launches`` apps from the
 catalogue one after another — each app drawn with its category's share of launches
-(spec 02's field-study mix, split equally among the category's apps; never the app
+(the GPU-buffer study's field-study mix, split equally among the category's apps; never the app
 already in front) — and uses each for an interaction time drawn from a lognormal with
 mean ``interaction_s`` (256 × 23.4 s ≈ 100 min). Or the launches replay a trace
 (``trace=launches.csv``: ``time_s,app`` rows; a launch waits for the previous one).
@@ -49,11 +49,11 @@ _REVISIT_WEIGHTS = 1.0 / np.arange(1, _REVISIT_DEPTH + 1)  # …the k-th most re
 
 @dataclass(frozen=True)
 class AppSwitchingParams:
-    launches: int = 256  # spec 02: 256 launches of 22 apps
-    interaction_s: float = 23.4  # mean use per launch: 256 launches ≈ 100 min (spec 02)
+    launches: int = 256  # GPU-buffer study: 256 launches of 22 apps
+    interaction_s: float = 23.4  # mean use per launch: 256 launches ≈ 100 min (GPU-buffer study)
     interaction_sigma: float = 1.0  # lognormal sigma (calibration: heavy-tailed sessions)
     policy: str = "van"  # van | full | fair[:cap_step_mb=12.5,cap_max_mb=100] | none
-    max_cached: int = 8  # spec 02: the cached-app list holds at most 8
+    max_cached: int = 8  # GPU-buffer study: at most 8 cached apps
     catalog: str = ""  # extra app TOML files, ';'-separated (added to the packaged 22)
     trace: str = ""  # a launch trace CSV (time_s,app) to replay instead of the draw
     system: bool = True  # the phone's own processes (system_server, SystemUI, …)

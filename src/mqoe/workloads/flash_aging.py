@@ -1,5 +1,5 @@
 """Scenario ``flash-aging``: days of file churn under a WAM policy, with a daily storage
-benchmark (spec 04's write-speed and S_d-threshold figures).
+benchmark (the responsiveness study's write-speed and S_d-threshold figures, MobiCom 2020).
 
 A phone whose flash starts ``fill`` full — aged by a file history of the churn's own kinds
 (the files lie end to end and ``fill`` of them survive, :meth:`Storage.age`; the flash
@@ -74,7 +74,7 @@ _BASE_BYTES_PER_HOUR = sum(k.creates_per_hour * k.mean_size_kb * 1024 for k in _
 
 @dataclass(frozen=True)
 class FlashAgingParams:
-    days: float = 21.0  # spec 04: the crowd-sourced study ran three weeks
+    days: float = 21.0  # the responsiveness study's crowd-sourcing ran three weeks
     wam: str = "realtime"  # realtime | lazy | practical[:threshold_gb=…] (mqoe.policies.wam)
     fill: float = 0.6  # share of the flash in use at the start (the fleet's mean, Beta(6, 4))
     # assumed: deleted (and, in the steady state, written) GB a day — the fleet's mean

@@ -1,13 +1,14 @@
-"""The fleet simulation (spec 04 §4): ANR/SNR over tens of thousands of phones for weeks.
+"""The fleet simulation (responsiveness study, MobiCom 2020): ANR/SNR over tens of
+thousands of phones for weeks.
 
 ``run_fleet(FleetParams(phones=30_000, days=21, wam="realtime"))`` draws phones from
-the 15 spec-04 profiles, gives each an owner (:mod:`mqoe.workloads.fleet_usage`) and
+the responsiveness study's 15 profiles, gives each an owner (:mod:`mqoe.workloads.fleet_usage`) and
 lets ANRs and SNRs emerge from four blocking mechanisms, each a queue or a hold that a
-thread waits behind, judged by Android's timeouts (spec 06):
+thread waits behind, judged by Android's timeouts (AOSP defaults):
 
 * **WAM** — under real-time WAM every deletion queues discard work (bytes ÷ the flash's
   discard throughput) in a FIFO drained at that rate; an ``fsync`` waits for the
-  backlog queued before it (spec 04's quasi-async dependency). Lazy WAM instead runs one
+  backlog queued before it (the study's quasi-async dependency). Lazy WAM instead runs one
   uninterruptible trim a night (idle + charging, ~03:00) that fsyncs queue behind;
   practical WAM trims when the deleted bytes S_d reach ``threshold_gb``, in page groups,
   only while the screen is locked, so an fsync waits at most for the group in flight.
@@ -83,14 +84,14 @@ class FleetParams:
     (``"practical:threshold_gb=4"``); ``threshold_gb`` and ``group_pages`` set
     practical WAM's knobs when the spec does not."""
 
-    phones: int = 30_000  # spec 04: 30,000+ opt-in phones
-    days: int = 21  # spec 04: three weeks
+    phones: int = 30_000  # the study: 30,000+ opt-in phones
+    days: int = 21  # the study: three weeks
     seed: int = 0
     wam: str = "realtime"  # real-time WAM: the default the study found (MobiCom 2020)
-    threshold_gb: float = 6.0  # practical WAM: S_d that triggers a batched trim (spec 04)
-    group_pages: int = 32_768  # practical WAM: pages per trim group (spec 04: 32 K)
+    threshold_gb: float = 6.0  # practical WAM: S_d that triggers a batched trim (the study's)
+    group_pages: int = 32_768  # practical WAM: pages per trim group (the study: 32 K)
     workers: int = 1  # processes sharing the blocks (results do not depend on it)
-    # Android per phone: the profile's (spec 04 table), one version for all, or "mix":
+    # Android per phone: the profile's (the study's table), one version for all, or "mix":
     # 7, 8, 9 with equal odds whatever the model (separates version from hardware).
     android: Literal["profile", "mix", "7", "8", "9"] = "profile"
 
@@ -133,12 +134,12 @@ _FLEET_DEFAULTS = {f.name: f.default for f in dataclasses.fields(FleetParams)}
 
 @dataclass(frozen=True)
 class FleetConstants:
-    """Mechanism constants. Timeouts are Android's (spec 06); rates of defects, lock-hold
+    """Mechanism constants. Timeouts are Android's (AOSP defaults); rates of defects, lock-hold
     tails and GC stalls are calibration constants fitted once by hand, under real-time
-    WAM, to spec 04 §Population facts (never computed from them)."""
+    WAM, to the responsiveness study's population figures (never computed from them)."""
 
     usage: UsageConstants = field(default_factory=UsageConstants)
-    # -- Android timeouts (spec 06) ------------------------------------------------------
+    # -- Android timeouts (AOSP defaults) --------------------------------------------------
     input_timeout_s: float = 5.0  # input dispatch ANR
     broadcast_fg_timeout_s: float = 10.0  # foreground broadcast ANR
     broadcast_bg_timeout_s: float = 60.0  # background broadcast ANR
@@ -174,7 +175,7 @@ class FleetConstants:
     # PackageManager/ActivityManager); the Watchdog's monitors do not take it, so more
     # watched threads mean more chances one is caught behind a long hold.
     system_lock_interval_s: float = 600.0
-    # -- lock contention in system_server (fitted to spec 04 §Population facts) ------------
+    # -- lock contention in system_server (fitted to the study's population figures) -------
     # Holds ≥ the scale below, per hour: while the screen is on (AMS/WMS work for the
     # foreground: process and window management) and while locked (background
     # maintenance: package dexopt, backups, jobs — longer batches, fewer waiters).
@@ -202,7 +203,7 @@ class FleetConstants:
     processes_android8: float = 0.6  # assumed share left
     processes_android9: float = 0.85  # assumed further share left
     max_cached_processes: float = 32.0  # AOSP CUR_MAX_CACHED_PROCESSES (ro.sys.fw.bg_apps_limit)
-    # -- low memory: GC stalls (fitted to spec 04 §Population facts) ------------------------
+    # -- low memory: GC stalls (fitted to the study's population figures) -------------------
     system_mb: float = 1_500.0  # assumed: system_server, SystemUI, launcher, GMS resident
     app_base_mb: float = 80.0  # assumed: per cached app …
     app_mb_per_mpx: float = 60.0  # … plus bitmaps that scale with screen megapixels
@@ -215,7 +216,7 @@ class FleetConstants:
     # Android 8's concurrent copying collector replaced CMS's pauses (source.android.com,
     # "ART garbage collection"): shorter blocking collections.
     gc_android8_scale: float = 0.5  # assumed
-    # -- app defects (fitted to spec 04 §Population facts) ---------------------------------
+    # -- app defects (fitted to the study's population figures) ----------------------------
     buggy_app_share: float = 0.1  # share of apps with a main-thread hang bug
     buggy_hangs_per_h: float = 0.055  # median rate of ≥ 5 s hangs per foreground hour …
     buggy_hang_sigma: float = 1.2  # … lognormal across buggy apps (heavy-tailed)
@@ -243,7 +244,7 @@ def fsync_waits(
     discard_t_s: FloatArray, discard_work_s: FloatArray, fsync_t_s: FloatArray
 ) -> FloatArray:
     """How long each fsync waits: for the discard work queued before it and not yet done
-    (the quasi-async dependency of spec 04). Discards at an fsync's instant count as
+    (the responsiveness study's quasi-async dependency). Discards at an fsync's instant count as
     earlier (the deleting thread's journal commit came first)."""
     backlog = discard_backlog(discard_t_s, discard_work_s)
     i = np.searchsorted(discard_t_s, fsync_t_s, side="right") - 1
@@ -1113,7 +1114,7 @@ class FleetResult:
         return fit_zipf(self.per_app()["anr"].to_numpy())
 
     def summary(self) -> dict[str, float]:
-        """Population statistics comparable with spec 04 §Population facts."""
+        """Population statistics comparable with the responsiveness study's population figures."""
         ph, ev = self.phones, self.events
         anr, snr = ph["anr"].to_numpy(), ph["snr"].to_numpy()
         gaps = self.anr_snr_gaps_s()

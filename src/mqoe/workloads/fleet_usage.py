@@ -1,4 +1,5 @@
-"""The fleet's usage model (spec 04 §4): who owns which phone and how they use it.
+"""The fleet's usage model (responsiveness study, MobiCom 2020): who owns which phone and
+how they use it.
 
 Everything here is vectorised over a *block* of phones. Each phone lives on its own
 stretch of a block-wide "global" time axis (``phone × SPAN + t``, ``t`` in seconds since
@@ -28,9 +29,9 @@ BoolArray = npt.NDArray[np.bool_]
 
 DAY_S = 86_400.0
 HOUR_S = 3_600.0
-GB = 1e9  # deleted data is counted in decimal GB, as S_d thresholds are quoted (spec 04)
+GB = 1e9  # deleted data is counted in decimal GB, as the study quotes S_d thresholds
 
-# The fifteen phones of the study, in the spec 04 table's order (model 1 … 15).
+# The fifteen phones of the responsiveness study, in its table's order (model 1 … 15).
 SPEC04_MODELS = (
     "redmi-5",
     "mi-a1",
@@ -48,7 +49,7 @@ SPEC04_MODELS = (
     "mi-mix-3",
     "black-shark",
 )
-# Spec 04: models 1–5 count as low-end, 6–10 middle, 11–15 high-end (the profiles' own
+# The study: models 1–5 count as low-end, 6–10 middle, 11–15 high-end (the profiles' own
 # ``tier`` field follows the SoC instead and calls the Mi Max 3 "low" too).
 SPEC04_TIERS = ("low",) * 5 + ("mid",) * 5 + ("high",) * 5
 _REFERENCE_MODEL = "redmi-5"  # cpu_speed = 1.0: eight Cortex-A53 at 1.8 GHz
@@ -75,7 +76,7 @@ def _fastest_core(name: str) -> float:
 
 
 def spec04_hardware() -> Hardware:
-    """The 15 spec-04 phone models from the shipped profiles."""
+    """The responsiveness study's 15 phone models from the shipped profiles."""
     profiles = [load_profile(name) for name in SPEC04_MODELS]
     reference = _fastest_core(_REFERENCE_MODEL)
     return Hardware(
@@ -117,7 +118,7 @@ class UsageConstants:
     charge_night_beta: float = 2.0
     plug_after_bed_s: float = 900.0  # assumed: plugged in ~15 min after the last use
     # -- apps ----------------------------------------------------------------------------
-    apps: int = 300  # spec 04 task: an app population of a few hundred apps
+    apps: int = 300  # mqoe's design: an app population of a few hundred apps
     zipf_s: float = 1.0  # assumed: app launch popularity ~ rank^-1 (Zipf-like)
     affinity_sigma: float = 2.0  # assumed: lognormal personal taste around popularity
     recent_apps_median: float = 14.0  # assumed: apps a user keeps around in a day
@@ -175,8 +176,8 @@ def draw_users(
     rng: np.random.Generator,
     android: str = "profile",
 ) -> Users:
-    """Draw ``n`` owners: a model uniformly among the 15 (assumed: spec 04 gives no sales
-    mix), Android from the profile (``"profile"``), uniformly 7/8/9 (``"mix"``) or one
+    """Draw ``n`` owners: a model uniformly among the 15 (assumed: the study gives no
+    sales mix), Android from the profile (``"profile"``), uniformly 7/8/9 (``"mix"``) or one
     version for all (``"7"``…), and their habits."""
     model = rng.integers(0, len(hardware.names), n)
     mixed = rng.integers(7, 10, n)  # drawn always: the other draws do not depend on the mode

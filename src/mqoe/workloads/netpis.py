@@ -1,4 +1,5 @@
-"""Scenario ``netpis`` (spec 05): foreground video vs a background download on one Wi-Fi AP.
+"""Scenario ``netpis`` (the NetPIS study): foreground video vs a background download on one
+Wi-Fi AP.
 
 The phone and optional other stations share one 802.11n channel
 (:mod:`mqoe.device.net.wifi`); servers sit behind the AP at different wired delays. Apps
@@ -51,7 +52,7 @@ from mqoe.policies.netpis import (
 )
 from mqoe.workloads.base import ScenarioOutput, Session
 
-# Two video services (spec 05: "ten videos, two services"): ladders in kbit/s.
+# Two video services (the NetPIS study: "ten videos, two services"): ladders in kbit/s.
 SERVICES = {
     # a: a YouTube-like DASH ladder (240p … 2160p), 5 s segments, 40 s ahead
     "a": ((300, 700, 1500, 2500, 4500, 8000, 12000), 5.0, 40.0),
@@ -65,12 +66,12 @@ MODES = ("seq", "service", "memory")
 class NetPisScenarioParams:
     mode: str = "seq"  # seq | service | memory
     variant: str = "original"  # original | fg-only | bg-only | both | netpis
-    alpha: float = 0.6  # spec 05's evaluation values
+    alpha: float = 0.6  # the NetPIS evaluation's values
     beta: float = 0.3
     gamma: float = 0.5
     duration_s: float = 170.0  # seq / memory: run length
     fg_start_s: float = 15.0  # the video starts (the download runs from 0)
-    video_s: float = 120.0  # spec 05: a 2-minute video
+    video_s: float = 120.0  # the NetPIS evaluation: a 2-minute video
     service: str = "a"  # service mode: a | b
     background: bool = True  # service / memory modes: the app-store download runs too
     app: str = "video"  # memory mode: video | browsing
@@ -83,7 +84,7 @@ class NetPisScenarioParams:
     web_rtt_ms: float = 40.0
     # How the servers' TCP grows its window per ACK: bytes = by the data acknowledged
     # (Linux ≥ 4.0); per-ack = one segment per ACK however much it acknowledges (Linux
-    # before 3.14/4.0, the servers of spec 05's era), under which delayed ACKs slow a
+    # before 3.14/4.0, the servers of the NetPIS study's era), under which delayed ACKs slow a
     # sender down.
     ack_counting: str = "bytes"
     # Servers grow cwnd only while they use it (Linux's tcp_is_cwnd_limited; TcpConfig):
@@ -92,7 +93,7 @@ class NetPisScenarioParams:
     # The video app's own SO_RCVBUF in KB (0 = none: the kernel's default buffer). An app
     # that sets it locks the buffer; its window can then hold the flow back.
     fg_rcvbuf_kb: float = 0.0
-    other_stations: int = 2  # other phones on the AP, each with a bulk download (spec 05)
+    other_stations: int = 2  # other phones on the AP, each with a bulk download (NetPIS)
     read_period_ms: float = 20.0  # apps' read loop (calibration)
     control_period_ms: float = 10.0  # NetPIS decisions (the paper: per packet)
     idle_s: float = 1.0  # a foreground process idle this long has no foreground flow

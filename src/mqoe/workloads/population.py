@@ -30,7 +30,8 @@ class Population(Protocol):
 
 
 class Fleet:
-    """Spec 04's crowd-sourced study: phones of the 15 models over days of use → ANR/SNR."""
+    """The responsiveness study's crowd-sourced data: phones of the 15 models over days of
+    use → ANR/SNR."""
 
     name = "fleet"
     summary = "ANR/SNR of a fleet of phones over days of use, under a WAM policy (MobiCom 2020)"

@@ -1,4 +1,5 @@
-"""Scenario ``spiral``: spec 03's reference setup for the downward spiral.
+"""Scenario ``spiral``: the reference set-up for the downward spiral (IMC 2012 study and its
+CS244 reproduction).
 
 Video server C and competitor host B reach client A through a router and one
 bottleneck link (default 5 Mbit/s, RTT 4 ms, drop-tail buffer 120 kbit). The client
@@ -63,25 +64,25 @@ TESTBED_ONLY = ("fair_share_kbps", "competitor_retransmits")
 
 @dataclass(frozen=True)
 class SpiralParams:
-    duration_s: float = 800.0  # spec 03: competitor runs 400 s from t = 400 s
+    duration_s: float = 800.0  # the study: competitor runs 400 s from t = 400 s
     competitor_start_s: float = 400.0
     competitor_stop_s: float = field(default=-1.0, metadata=NEGATIVE_OK)  # −1 = until the end
-    link_mbps: float = 5.0  # bottleneck rate (spec 03)
-    rtt_ms: float = 4.0  # base round-trip time (spec 03)
-    buffer_kbit: float = 120.0  # bottleneck drop-tail buffer (spec 03: 120 / 75 / 20)
+    link_mbps: float = 5.0  # bottleneck rate (the study's set-up)
+    rtt_ms: float = 4.0  # base round-trip time (the study's set-up)
+    buffer_kbit: float = 120.0  # bottleneck drop-tail buffer (the study: 120 / 75 / 20)
     mode: str = "discrete"  # discrete | continuous | bba | bola
-    c: float = 0.7  # continuous mode: request c × estimate (spec 03: 0.7 or 1.0)
+    c: float = 0.7  # continuous mode: request c × estimate (the study: 0.7 or 1.0)
     discrete_safety: float = 0.6  # discrete mode: highest rung ≤ this × estimate (calibration)
     rule: str = ""  # any ABR rule spec (e.g. "throughput:safety=0.8"); overrides mode
-    connection: str = "persistent"  # persistent | per-request (spec 03: both modes)
-    # Initial window; 0 = 10 when persistent, 4 per request (spec 03). At most 1000
+    connection: str = "persistent"  # persistent | per-request (the study: both modes)
+    # Initial window; 0 = 10 when persistent, 4 per request (the study). At most 1000
     # segments (~1.4 MB), beyond any deployed server's (Linux's default is 10).
     iw_segments: int = field(default=0, metadata=bounds(1, 1000, zero=True, what="a window"))
     cc: str = "cubic"  # congestion control of both servers: cubic | newreno
     restart_after_idle: bool = True  # tcp_slow_start_after_idle
     cwnd_validation: bool = False  # the model's servers (TcpConfig); Linux always validates
     delayed_ack: bool = True
-    ladder_kbps: str = "235,375,560,750,1050,1400,1750"  # spec 03's ladder
+    ladder_kbps: str = "235,375,560,750,1050,1400,1750"  # the study's ladder
     # continuous-mode ceiling; −1 = the top of the ladder
     max_rate_kbps: float = field(default=-1.0, metadata=NEGATIVE_OK)
     segment_s: float = 4.0
@@ -285,7 +286,8 @@ def jain_index(values: list[float]) -> float:
 def spiral_metrics(
     params: SpiralParams, segments: pd.DataFrame, series: pd.DataFrame
 ) -> dict[str, float | int | bool | str]:
-    """The spec-03 table: rates and throughputs alone and while competing (after settling).
+    """The downward-spiral study's table: rates and throughputs alone and while competing
+    (after settling).
 
     Rates are of segments *requested* in a window; video throughput is the mean of the
     client's own per-segment measurements; the competitor's is its bytes over the window.

@@ -9,7 +9,7 @@ the player waits while the buffer holds more than ``buffer_max_s − segment_s``
 for the next segment). Playback starts once ``startup_segments`` have arrived.
 
 Because the link is a replayed capacity curve, outcomes that need transport dynamics —
-the downward spiral of spec 03 (slow start after idle, a shared drop-tail queue, a
+the downward spiral of the IMC 2012 study (slow start after idle, a shared drop-tail queue, a
 competing flow) — cannot appear here; that study needs the packet-level TCP model.
 """
 
@@ -43,7 +43,7 @@ SYNTHETIC_MEAN_KBPS = 1500.0  # per-log means of the hsdpa-3g logs span 0.3–1.
 SYNTHETIC_LOG_SD = 0.5  # log-space spread; the hsdpa-3g logs' 0.3–1.6 include long outages
 SYNTHETIC_STEP_MS = 1000.0  # the hsdpa-3g logs are ~1 s samples
 SYNTHETIC_LATENCY_MS = 100.0  # Sabre's conversion of the hsdpa-3g logs uses 100 ms
-# The ladder of spec 03 (the IMC 2012 service), with its 4 s segments.
+# The ladder of the downward-spiral study (the IMC 2012 service), with its 4 s segments.
 SYNTHETIC_LADDER_KBPS = (235.0, 375.0, 560.0, 750.0, 1050.0, 1400.0, 1750.0)
 SYNTHETIC_SEGMENT_S = 4.0
 
@@ -224,7 +224,7 @@ def _segment_count(manifest: VideoManifest, session_s: float | None) -> int:
 
 
 def _continuous_size(rate_kbps: float, segment_s: float) -> int:
-    """A byte-range request of ``rate × segment`` (spec 03's continuous mode), in bits."""
+    """A byte-range request of ``rate × segment`` (the spiral study's continuous mode), in bits."""
     if not (0 < rate_kbps < math.inf):
         raise UserError(f"ABR rule asked for a continuous rate of {rate_kbps} kbit/s")
     return max(1, round(rate_kbps * 1000.0 * segment_s))
@@ -255,7 +255,7 @@ class TraceAbrParams:
     trace: str = ""  # trace file (Sabre JSON, Mahimahi, time_s/Mbps text); "" = synthetic 3G
     trace_format: str = "auto"  # auto, sabre, mahimahi or text
     latency_ms: float = 0.0  # for Mahimahi and text traces, which carry none (Mahimahi default)
-    manifest: str = ""  # Sabre-style manifest JSON; "" = spec 03's ladder, 4 s segments
+    manifest: str = ""  # Sabre-style manifest JSON; "" = the spiral study's ladder, 4 s
     rule: str = "bba"  # ABR rule spec for make_rule (BBA: Huang et al. 2014)
     buffer_max_s: float = 60.0  # Pensieve's simulator caps the playback buffer at 60 s
     session_s: float = 600.0  # media seconds streamed (Pensieve's evaluation videos ≈ 193 s)

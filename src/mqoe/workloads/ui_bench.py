@@ -1,4 +1,5 @@
-"""Scenario ``ui-bench``: one app driven by its scripted interactions (spec 04).
+"""Scenario ``ui-bench``: one app driven by its scripted interactions (responsiveness
+study, MobiCom 2020).
 
 The app of ``ui_apps.toml`` runs its one-minute script (fling lists, open items, play
 media, play a game round) on the full rendering pipeline: main thread and RenderThread,
@@ -67,10 +68,10 @@ BACKGROUND_APPS: tuple[BackgroundApp, ...] = (
 @dataclass(frozen=True)
 class UiBenchParams:
     app: str = "gmail"  # key in apps/catalog/ui_apps.toml
-    duration_s: float = 60.0  # spec 04: each app driven for one minute
-    buffers: int = 3  # triple buffering (spec 04); 1 or 2 to compare
-    sf_cpuset: SfCpuset = "little"  # little | all | big_when_little_saturated (spec 04 fix)
-    trim_ruir: bool = False  # remove redundant layers first (spec 04 RUIR fix)
+    duration_s: float = 60.0  # the study drove each app for one minute
+    buffers: int = 3  # triple buffering (as in the study); 1 or 2 to compare
+    sf_cpuset: SfCpuset = "little"  # little | all | big_when_little_saturated (the study's fix)
+    trim_ruir: bool = False  # remove redundant layers first (the study's RUIR fix)
     background: bool = True  # system services and background apps syncing
 
     def __post_init__(self) -> None:

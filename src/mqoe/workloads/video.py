@@ -1,4 +1,5 @@
-"""Scenario ``video``: a DASH session under memory pressure (spec 01).
+"""Scenario ``video``: a DASH session under memory pressure (the memory-pressure study,
+CoNEXT 2022).
 
 Boot: the phone holds ``boot_cached`` cached processes (system and recent apps); with
 ``apps`` > 0 the user first opens that many ordinary apps (organic pressure). Then the
@@ -39,8 +40,8 @@ from mqoe.policies.abr import (
 from mqoe.policies.memory_adapt import MemoryAware
 from mqoe.workloads.base import ScenarioOutput, Session
 
-# Spec 01 §Setup facts: kbit/s at 30 fps and at 60 fps (24 and 48 fps use the 30/60 rates,
-# as the study's 480p frame-rate ladder 2.5/2.5/4/4 Mbit/s does).
+# The memory-pressure study's set-up: kbit/s at 30 fps and at 60 fps (24 and 48 fps use the
+# 30/60 rates, as the study's 480p frame-rate ladder 2.5/2.5/4/4 Mbit/s does).
 BITRATES_30 = {240: 500, 360: 1000, 480: 2500, 720: 5000, 1080: 8000, 1440: 16000}
 BITRATES_60 = {240: 1000, 360: 1500, 480: 4000, 720: 7500, 1080: 12000, 1440: 24000}
 FPS_CHOICES = (24, 30, 48, 60)
@@ -48,7 +49,8 @@ PRESSURES = ("normal", "moderate", "low", "critical")
 
 
 def ladder() -> tuple[Representation, ...]:
-    """Every resolution × frame rate of spec 01, sorted by bitrate (then height, fps)."""
+    """Every resolution × frame rate of the memory-pressure study, sorted by bitrate (then
+    height, fps)."""
     reps = [
         Representation(float((BITRATES_60 if fps > 30 else BITRATES_30)[h]), h, float(fps))
         for h in BITRATES_30
@@ -59,10 +61,10 @@ def ladder() -> tuple[Representation, ...]:
 
 @dataclass(frozen=True)
 class VideoParams:
-    duration_s: float = 120.0  # playback (spec 01: ~120 s per run)
+    duration_s: float = 120.0  # playback (the study's ~120 s per run)
     resolution: str = "1080p"  # 240p … 1440p
     fps: int = 30  # encoded frame rate: 24, 30, 48 or 60
-    genre: str = "travel"  # decode complexity (spec 01: genres differ only through it)
+    genre: str = "travel"  # decode complexity (the study: genres differ only in it)
     player: str = "browser"  # browser (dash.js in a mobile browser) | app (ExoPlayer-like)
     pressure: str = "normal"  # start state: normal | moderate | low | critical
     apps: int = 0  # ordinary apps opened before the video (organic pressure)
@@ -79,9 +81,10 @@ class VideoParams:
     rule: str = ""  # a network ABR rule spec to combine with the fixed choice
     setup_s: float = 60.0  # the video starts by then even if the target state is not reached
     # The generator "allocates until the target trim arrives, then holds it" at nice −17
-    # (spec 01 §Setup): a privileged tool that holds its memory, i.e. one lmkd does not
-    # pick before the foreground (persistent service, ProcessList −700). 200 = an
-    # ordinary foreground service, which lmkd kills first and so releases the pressure.
+    # (the memory-pressure study's set-up): a privileged tool that holds its memory, i.e.
+    # one lmkd does not pick before the foreground (persistent service, ProcessList −700).
+    # 200 = an ordinary foreground service, which lmkd kills first and so releases the
+    # pressure.
     # Bounds: oom_score_adj's range (include/uapi/linux/oom.h).
     generator_adj: int = field(default=-700, metadata=bounds(-1000, 1000, what="an oom_score_adj"))
     # How often the generator touches the memory it holds (0: never, it just holds it).
@@ -351,7 +354,8 @@ def _playback_window(threads: pd.DataFrame, state: dict[str, object]) -> pd.Data
 
 
 def _video_tids(threads: pd.DataFrame, player: VideoPlayer) -> set[int]:
-    """The video threads (spec 01): the player's own threads and SurfaceFlinger."""
+    """The video threads (as the memory-pressure study counts them): the player's own threads
+    and SurfaceFlinger."""
     video = (threads["process"] == player.process.name) | (
         threads["thread"] == player.surfaceflinger.name
     )

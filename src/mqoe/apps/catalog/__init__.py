@@ -1,6 +1,7 @@
-"""The app catalogue: per-app memory, GPU-buffer and launch-cost profiles (spec 02).
+"""The app catalogue: per-app memory, GPU-buffer and launch-cost profiles (the
+GPU-buffer study, 2015).
 
-Spec 02's workload launches 22 popular apps of 8 categories; each needs foreground and
+The study's workload launches 22 popular apps of 8 categories; each needs foreground and
 background USS, GPU buffer bytes in both states, what those buffers hold (which decides
 how well they compress), and the cost of a cold start and of a resume. The profiles are
 TOML data (``apps.toml`` next to this module), validated here at the file boundary;
@@ -37,7 +38,7 @@ from pydantic_core import ErrorDetails
 
 from mqoe.errors import InputFileError, UserError
 
-# Spec 02 §Workload: the app categories of the launch benchmark, in the spec's order,
+# The GPU-buffer study's workload: the categories of its launch benchmark, in its order,
 # and each one's share of the 256 launches (a field study's usage mix).
 CATEGORIES: tuple[str, ...] = (
     "productivity",
@@ -146,7 +147,7 @@ class AppSpec(_Model):
     @field_validator("bg_uss_mb")
     @classmethod
     def _bg_within_fg(cls, value: float, info: ValidationInfo) -> float:
-        # Apps trim caches when they leave the screen; none grows (spec 02 gives none).
+        # Apps trim caches when they leave the screen; none grows (the GPU-buffer study gives none).
         return _at_most(value, info, "fg_uss_mb")
 
     @field_validator("gpu_fg_mb")
@@ -198,14 +199,14 @@ class AppCatalog:
         raise UserError(f"unknown app {name!r} in catalogue {self.source}; known: {names}")
 
     def by_category(self) -> dict[str, tuple[AppSpec, ...]]:
-        """Category → its apps, in spec order; categories without apps are left out."""
+        """Category → its apps, in the study's order; categories without apps are left out."""
         groups = {c: tuple(a for a in self.apps if a.category == c) for c in CATEGORIES}
         return {category: apps for category, apps in groups.items() if apps}
 
     def launch_weights(self) -> dict[str, float]:
         """App name → probability of a launch picking it, summing to 1.
 
-        Each category's share (spec 02 table) is split equally among its apps; categories
+        Each category's share (GPU-buffer study's table) is split equally among its apps; categories
         with no app in this catalogue are dropped and the other shares renormalised."""
         groups = self.by_category()
         total = math.fsum(CATEGORY_SHARES[category] for category in groups)

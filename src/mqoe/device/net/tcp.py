@@ -15,13 +15,13 @@ space is the advertised window, delayed ACKs (every second full segment, or the 
 timeout ``ato``), immediate ACKs for out-of-order data and for filling a hole, and a
 window update when the application frees space after a closed window.
 
-Receiver controls (spec 05), changeable while the connection runs, all defaulting to
+Receiver controls (those NetPIS uses), changeable while the connection runs, all defaulting to
 the kernel's behaviour: the receive buffer (``set_rcvbuf``, SO_RCVBUF), a clamp on the
 advertised window (``set_window_clamp``, TCP_WINDOW_CLAMP), and the delayed-ACK bounded
 frame size and ACK timeout (``set_delayed_ack``). The window advertised is never more
 than the free buffer space; a segment that arrives inside a window already advertised
 but no longer fits the buffer (the buffer was shrunk too early) is counted in
-``overruns`` — the event spec 05's case-2 ordering exists to prevent.
+``overruns`` — the event NetPIS's case-2 ordering exists to prevent.
 
 RTT is measured with the timestamps option (each ACK echoes the send time of the
 earliest segment it acknowledges first), so retransmissions never confuse it.
@@ -740,7 +740,7 @@ class TcpReceiver:
         overrun."""
         return self.unread + max(0, self.adv_edge - self.rcv_nxt)
 
-    # -- receiver controls (spec 05) --------------------------------------------------
+    # -- receiver controls (NetPIS) ----------------------------------------------------
     def set_rcvbuf(self, nbytes: int) -> None:
         """SO_RCVBUF: a new receive-buffer size (bytes, > 0)."""
         if nbytes <= 0:

@@ -340,8 +340,8 @@ class MemorySpec(_Model):
     # the min watermark on top of the usual gap; ActivityManager's ProcessList writes
     # width * height * 4 * 3 / 1024 (three screens of 32-bit pixels).
     extra_free_kbytes: int = Field(default=0, ge=0, le=4_194_304)
-    # zRAM: size as a fraction of RAM and the compression ratio (spec 06: kernel docs
-    # expect ~2:1; lz4 ≈ 2.6:1 on desktop samples, lower on small devices).
+    # zRAM: size as a fraction of RAM and the compression ratio (the kernel's zram
+    # docs expect ~2:1; lz4 ≈ 2.6:1 on desktop samples, lower on small devices).
     zram_fraction: float = Field(default=0.5, ge=0, le=2)
     zram_ratio: float = Field(default=2.0, gt=1, le=10)
     # Reclaim CPU costs in reference cycles per 4 KB page (calibration constants:
@@ -474,7 +474,8 @@ class VideoSpec(_Model):
 
     Decoding is in hardware, but the CPU still parses, feeds and returns buffers; the
     player composites each frame and SurfaceFlinger composes the screen. Defaults are
-    mid-range guesses pending the spec 01 §Calibration fit (documented per profile)."""
+    mid-range guesses pending a fit to the memory-pressure study's measurements (documented per
+    profile)."""
 
     decode_cycles_per_mpixel: float = Field(default=2.0e6, ge=0, le=_MAX_CYCLES)  # HW decode
     # Player compositor per megapixel of video. Fitted on the Nokia 1 with its own
@@ -492,9 +493,9 @@ class VideoSpec(_Model):
 
 
 class LmkSpec(_Model):
-    """lmkd and ActivityManager trim configuration (spec 06)."""
+    """lmkd and ActivityManager trim configuration (AOSP lmkd and ProcessList.java)."""
 
-    # vmpressure: level → minimum killable oom_score_adj (legacy lmkd, spec 01);
+    # vmpressure: level → minimum killable oom_score_adj (legacy lmkd, memory-pressure study);
     # minfree: the (minfree KB, adj) table; psi: lmkd's PSI thresholds.
     mode: Literal["vmpressure", "minfree", "psi"] = "vmpressure"
     minfree_kb: Annotated[
@@ -507,7 +508,7 @@ class LmkSpec(_Model):
         36864,
         43008,
         49152,
-    )  # spec 06
+    )  # AOSP ProcessList.java mOomMinFreeLow
     minfree_adj: Annotated[tuple[OomAdj, ...], Field(strict=False, max_length=6)] = (
         0,
         100,
@@ -515,13 +516,13 @@ class LmkSpec(_Model):
         250,
         900,
         950,
-    )  # spec 06
+    )  # AOSP ProcessList.java oom_adj levels
     # MediaTek's in-kernel LMK (drivers/staging/android/lowmemorykiller.c of its 3.x
     # kernels): on a phone with under 1 GB of RAM, with more than half (three quarters)
     # of swap used, a matched level above the fourth falls back one (two) levels, not
     # below the fourth ("to_be_aggressive"). minfree mode only.
     swap_aggressive: bool = False
-    medium_adj: OomAdj = 800  # vmpressure medium (≥ 60) kills cached/background (spec 01)
+    medium_adj: OomAdj = 800  # vmpressure medium (≥ 60) kills cached/background (CoNEXT 2022)
     critical_adj: OomAdj = 0  # vmpressure critical (≥ 95) makes the foreground killable
     # Legacy lmkd's swap-aware filter of vmpressure events (lmkd.cpp mp_event_common,
     # Android 9–10): mem_pressure = 100 × RAM usage / (RAM + swap usage). With
@@ -557,7 +558,8 @@ class LmkSpec(_Model):
     kill_cycles: int = Field(default=2_000_000, ge=0, le=_MAX_CYCLES)  # …and per kill
     kill_free_delay_ms: float = Field(default=50.0, ge=0, le=_MAX_DELAY_MS)  # SIGKILL → freed
     # ActivityManager: cached+empty count at or below which fg apps get RUNNING_MODERATE,
-    # LOW, CRITICAL trims (spec 01: 6/5/3 on the 1 GB Go phone; spec 06 defaults 5/3).
+    # LOW, CRITICAL trims (memory-pressure study: 6/5/3 on the 1 GB Go phone; AOSP
+    # ProcessList.java defaults 5/3).
     trim_cached_thresholds: Annotated[tuple[Count, Count, Count], Field(strict=False)] = (6, 5, 3)
 
     @model_validator(mode="after")
@@ -568,13 +570,13 @@ class LmkSpec(_Model):
 
 
 class GpuSpec(_Model):
-    """GPU-buffer compression costs (spec 02). LZ4 work is timed on the calibration host
+    """GPU-buffer compression costs (GPU-buffer study). LZ4 work is timed on the calibration host
     (``mqoe calibrate lz4``, the packaged ``lz4_table.json``) and charged to the phone in
     reference cycles: host ns × ``lz4_cycles_per_host_ns``. Reference cycles make the one
     constant serve every phone (faster cores finish sooner)."""
 
     # Fitted so that decompressing 100 MB of the app catalogue's background buffers page
-    # by page takes ≈ 575 ms on the Nexus 5 (spec 02: the median user-tolerable delay was
+    # by page takes ≈ 575 ms on the Nexus 5 (GPU-buffer study: the median user-tolerable delay was
     # what ~100 MB took there), with the packaged table; it folds in the per-page work
     # around LZ4 (page allocation, IOMMU and page-table updates). Refit with your own table.
     lz4_cycles_per_host_ns: float = Field(default=55.0, gt=0, le=10_000)

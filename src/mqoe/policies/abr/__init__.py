@@ -1,4 +1,5 @@
-"""ABR rules: how a video player picks the next representation (specs 01 and 03).
+"""ABR rules: how a video player picks the next representation (the memory-pressure
+and downward-spiral studies).
 
 One protocol (:mod:`mqoe.policies.abr.base`) and the rules players use
 (:mod:`mqoe.policies.abr.rules`), chosen by name from :data:`ABR_RULES` with

@@ -55,7 +55,7 @@ class AbrState:
     buffer_max_s: float
     downloads: Sequence[Download]  # history, oldest first
     last: int | None = None  # ladder index of the previous decision (None at start)
-    trim_level: int = 0  # latest onTrimMemory level (spec 06), 0 = none
+    trim_level: int = 0  # latest onTrimMemory level (ComponentCallbacks2), 0 = none
     last_trim_s: float | None = None  # when the latest non-zero trim arrived
     # Frames shown/dropped so far, per ladder index: {index: (dropped, total)}.
     frame_stats: Mapping[int, tuple[int, int]] = field(default_factory=dict)

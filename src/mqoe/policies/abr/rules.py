@@ -76,7 +76,7 @@ def _previous_index(last: int | None, top: int) -> int:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConservativeThroughput:
-    """The commercial client of spec 03: a conservative rate from a 10-segment mean.
+    """The downward-spiral study's commercial client: a conservative rate from a 10-segment mean.
 
     The estimate is the arithmetic mean of the last ``window`` download throughputs.
     *discrete*: the highest ladder rate ≤ ``discrete_safety`` × estimate. *continuous*:
@@ -87,14 +87,14 @@ class ConservativeThroughput:
 
     name: ClassVar[str] = "conservative"
 
-    mode: Literal["discrete", "continuous"] = "discrete"  # spec 03: the commercial client
-    c: float = 0.7  # spec 03: continuous mode requests c × estimate, c = 0.7 or 1.0
-    window: int = 10  # spec 03: the client averages the last 10 segments
-    # Calibration constant, not a published value: spec 03 says only "a ladder rate well
+    mode: Literal["discrete", "continuous"] = "discrete"  # the downward-spiral study's client
+    c: float = 0.7  # downward-spiral study: continuous mode requests c × estimate, c = 0.7 or 1.0
+    window: int = 10  # downward-spiral study: the client averages the last 10 segments
+    # Calibration constant, not a published value: the study says only "a ladder rate well
     # below the estimate"; with 0.6 the client alone on 5 Mbit/s (3000) takes the top
     # rung and the 2.5 Mbit/s fair share (1500) still fits the 1400 kbit/s rung.
     discrete_safety: float = 0.6
-    max_kbps: float | None = None  # continuous cap; None = the ladder's top rate (spec 03)
+    max_kbps: float | None = None  # continuous cap; None = the ladder's top rate (the study)
 
     def __post_init__(self) -> None:
         if self.mode not in ("discrete", "continuous"):
@@ -248,7 +248,7 @@ class BBA:
     Scaling rule for small buffers: a player only asks for a segment when it fits, so the
     buffer seen at a decision is at most ``buffer_max_s − segment_s``. When reservoir +
     cushion exceed that room both shrink by the same factor so that reservoir + cushion
-    equals it (with spec 01's 60 s buffer and 4 s segments: 23.3 s + 32.7 s).
+    equals it (with the memory-pressure study's 60 s buffer and 4 s segments: 23.3 s + 32.7 s).
     """
 
     name: ClassVar[str] = "bba"
@@ -389,11 +389,12 @@ class DroppedFrames:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fixed:
-    """Always the same rung: fixed-quality runs (spec 01's dash.js runs had no adaptation)."""
+    """Always the same rung: fixed-quality runs (the memory-pressure study's dash.js
+    runs had no adaptation)."""
 
     name: ClassVar[str] = "fixed"
 
-    representation: int = 0  # the lowest rung; spec 01 sets one per run
+    representation: int = 0  # the lowest rung; the memory-pressure study set one per run
 
     def __post_init__(self) -> None:
         if self.representation < 0:
