@@ -104,7 +104,7 @@ def test_every_app_names_its_sources_and_the_estimates_say_so(catalog: AppCatalo
     for app in catalog.apps:
         for key in ("uss", "gpu", "content", "start", "resume"):
             text = app.sources[key]
-            assert "calibration" in text or "spec 02" in text, (app.name, key)
+            assert "calibration" in text or "GPU-buffer study" in text, (app.name, key)
 
 
 # -- the study's aggregates --------------------------------------------------------------
