@@ -39,198 +39,27 @@ Pure numpy; analysis never imports the engine.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
-import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from mqoe.analysis.textio import read_text
-from mqoe.errors import InputFileError, UserError
-from mqoe.policies.abr.base import Representation
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-TraceFormat = Literal["auto", "sabre", "mahimahi", "text"]
-
-MAHIMAHI_PACKET_BITS = 1500 * 8  # Mahimahi's delivery opportunity: one 1500-byte MTU packet
-FORMATS = ("auto", "sabre", "mahimahi", "text")
+from mqoe.analysis.throughput_traces.model import (
+    MAHIMAHI_PACKET_BITS,
+    FloatArray,
+    IntArray,
+    ThroughputTrace,
+)
+from mqoe.errors import InputFileError
 
 _SPLIT = re.compile(r"[\s,]+")
 _DIGITS = re.compile(r"[0-9]+")
 _MAX_STAMP_MS = 10**12  # ~32 years: anything larger is not a delivery trace
 _STAMP_DIGITS = len(str(_MAX_STAMP_MS))
-_MAX_FILE_BYTES = 1 << 28  # 256 MiB decompressed: Mahimahi at 1 Gbit/s for ~8 min
 _MAX_BINS = 5_000_000  # ~6 days at 100 ms bins: bounds memory on a corrupt file
-
-
-def _frozen(values: object) -> FloatArray:
-    array = np.array(values, dtype=np.float64).reshape(-1)
-    array.setflags(write=False)
-    return array
-
-
-@dataclass(frozen=True)
-class ThroughputTrace:
-    """Piecewise-constant network capacity, played in order and looped.
-
-    Segment ``i`` lasts ``duration_ms[i]`` (> 0) at ``bandwidth_kbps[i]`` (≥ 0, equal to
-    bits per millisecond) with one-way request latency ``latency_ms[i]`` (≥ 0). A session
-    longer than :attr:`period_ms` wraps around to the first segment.
-    """
-
-    name: str
-    duration_ms: FloatArray
-    bandwidth_kbps: FloatArray
-    latency_ms: FloatArray
-
-    def __post_init__(self) -> None:
-        for field_name in ("duration_ms", "bandwidth_kbps", "latency_ms"):
-            object.__setattr__(self, field_name, _frozen(getattr(self, field_name)))
-        n = len(self.duration_ms)
-        if n == 0:
-            raise ValueError(f"trace {self.name!r} has no segments")
-        if len(self.bandwidth_kbps) != n or len(self.latency_ms) != n:
-            raise ValueError(f"trace {self.name!r}: the three arrays differ in length")
-        arrays = (self.duration_ms, self.bandwidth_kbps, self.latency_ms)
-        if not all(np.isfinite(a).all() for a in arrays):
-            raise ValueError(f"trace {self.name!r} has a non-finite value")
-        if (self.duration_ms <= 0).any():
-            raise ValueError(f"trace {self.name!r} has a segment of duration ≤ 0")
-        if (self.bandwidth_kbps < 0).any() or (self.latency_ms < 0).any():
-            raise ValueError(f"trace {self.name!r} has a negative bandwidth or latency")
-
-    @property
-    def period_ms(self) -> float:
-        """Length of one pass through the trace (it loops after this)."""
-        return float(self.duration_ms.sum())
-
-    @property
-    def bits_per_period(self) -> float:
-        """Bits the trace can deliver in one period (kbit/s × ms = bits)."""
-        return float(np.dot(self.duration_ms, self.bandwidth_kbps))
-
-    @property
-    def mean_kbps(self) -> float:
-        """Time-weighted mean bandwidth."""
-        return self.bits_per_period / self.period_ms
-
-
-@dataclass(frozen=True)
-class VideoManifest:
-    """A segmented video: segment duration, the ladder, and each segment's size per rung."""
-
-    segment_s: float
-    ladder: tuple[Representation, ...]
-    segment_sizes_bits: IntArray  # [segment, ladder index]
-
-    def __post_init__(self) -> None:
-        sizes = np.array(self.segment_sizes_bits, dtype=np.int64)
-        sizes.setflags(write=False)
-        object.__setattr__(self, "segment_sizes_bits", sizes)
-        if not self.segment_s > 0 or not math.isfinite(self.segment_s):
-            raise ValueError("segment_s must be a positive number")
-        if not self.ladder:
-            raise ValueError("the ladder is empty")
-        rates = [rep.bitrate_kbps for rep in self.ladder]
-        if any(b <= a for a, b in itertools.pairwise(rates)) or rates[0] <= 0:
-            raise ValueError("ladder bitrates must be positive and strictly ascending")
-        if sizes.ndim != 2 or sizes.shape[0] == 0 or sizes.shape[1] != len(self.ladder):
-            raise ValueError("segment_sizes_bits must be [segments, len(ladder)]")
-        if (sizes <= 0).any():
-            raise ValueError("segment sizes must be positive")
-
-    @property
-    def n_segments(self) -> int:
-        return int(self.segment_sizes_bits.shape[0])
-
-    @property
-    def bitrates_kbps(self) -> tuple[float, ...]:
-        return tuple(rep.bitrate_kbps for rep in self.ladder)
-
-    @property
-    def duration_s(self) -> float:
-        return self.n_segments * self.segment_s
-
-
-def synthetic_manifest(
-    bitrates_kbps: Sequence[float], segment_s: float, n_segments: int
-) -> VideoManifest:
-    """A constant-bitrate manifest: every segment is ``bitrate × segment_s`` bits."""
-    if n_segments < 1:
-        raise UserError(f"a manifest needs at least one segment, got {n_segments}")
-    try:
-        ladder = tuple(Representation(float(rate)) for rate in bitrates_kbps)
-        row = [round(rep.bitrate_kbps * 1000 * segment_s) for rep in ladder]
-        return VideoManifest(float(segment_s), ladder, np.tile(np.array(row), (n_segments, 1)))
-    except (ValueError, OverflowError) as exc:
-        raise UserError(f"synthetic manifest: {exc}") from None
-
-
-# -- reading files ------------------------------------------------------------------
-
-
-def _read_text(path: Path) -> str:
-    """The whole file as text with LF line ends (any encoding and line end textio reads)."""
-    try:
-        return read_text(path, max_bytes=_MAX_FILE_BYTES)
-    except zlib.error as exc:  # a damaged deflate stream inside a well-formed gzip header
-        raise InputFileError(path, f"corrupt gzip file: {exc}") from None
-
-
-def load_trace(
-    path: str | Path,
-    fmt: str = "auto",
-    *,
-    latency_ms: float = 0.0,
-    bin_ms: float = 100.0,
-    name: str | None = None,
-) -> ThroughputTrace:
-    """Parse a throughput trace file; ``fmt="auto"`` detects the format from the content.
-
-    ``latency_ms`` applies to the formats without latency (Mahimahi, text) and to Sabre
-    entries that omit it; ``bin_ms`` is the Mahimahi binning. The trace is named after
-    the file (its stem) unless ``name`` is given.
-    """
-    if fmt not in FORMATS:
-        raise UserError(f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    if not (latency_ms >= 0 and math.isfinite(latency_ms)):
-        raise UserError(f"latency_ms must be a finite number ≥ 0, got {latency_ms}")
-    if not (bin_ms > 0 and math.isfinite(bin_ms)):
-        raise UserError(f"bin_ms must be a positive number, got {bin_ms}")
-    file = Path(path)
-    text = _read_text(file)
-    label = file.stem if name is None else name
-    kind = _detect(text, file) if fmt == "auto" else fmt
-    if kind == "sabre":
-        trace = _parse_sabre(text, file, label, latency_ms)
-    elif kind == "mahimahi":
-        trace = _parse_mahimahi(text, file, label, latency_ms, bin_ms)
-    else:
-        trace = _parse_text(text, file, label, latency_ms)
-    return _carries_data(trace, file)
-
-
-def _carries_data(trace: ThroughputTrace, path: Path) -> ThroughputTrace:
-    """A replayed trace must last a finite time and carry a finite, non-zero number of
-    bits per period (segments valid one by one can still sum past float range)."""
-    with np.errstate(over="ignore"):
-        period_ms = trace.period_ms
-        bits = trace.bits_per_period
-    if not math.isfinite(period_ms):
-        raise InputFileError(path, "the trace is too long: its period overflows")
-    if not math.isfinite(bits):
-        raise InputFileError(path, "throughputs too large: the bits per period overflow")
-    if bits <= 0:
-        raise InputFileError(path, "the trace carries no data (every throughput is 0)")
-    return trace
 
 
 def _data_lines(text: str) -> list[tuple[int, list[str]]]:
@@ -460,103 +289,6 @@ def _trace(
             return ThroughputTrace(name, duration, bandwidth, latency)
         except ValueError as exc:
             raise InputFileError(path, str(exc)) from None
-
-
-# -- writing (conversion between tools) -----------------------------------------------
-
-
-def write_trace(trace: ThroughputTrace, path: str | Path, fmt: str) -> None:
-    """Write ``trace`` as ``sabre``, ``text`` or ``mahimahi`` (for use with those tools).
-
-    Mahimahi quantises to whole 1500-byte packets at whole milliseconds: packet ``k`` is
-    placed in the millisecond during which the trace completes ``k`` packets, and
-    the last one is moved to the period's end (Mahimahi's loop period is the last
-    timestamp). Each bin of the re-read trace is thus within one or two packets of the
-    original. Needs an integer-millisecond period and at least one packet. ``text``
-    reads back exactly (to float rounding of the summed times). The file is replaced
-    atomically: an interrupted write leaves any previous file whole.
-    """
-    from mqoe.results.atomic import atomic_write_text  # lazily: pyarrow is slow to import
-
-    file = Path(path)
-    if fmt == "sabre":
-        rows = [
-            {"duration_ms": _plain(d), "bandwidth_kbps": _plain(b), "latency_ms": _plain(lat)}
-            for d, b, lat in zip(
-                trace.duration_ms, trace.bandwidth_kbps, trace.latency_ms, strict=True
-            )
-        ]
-        atomic_write_text(file, json.dumps(rows, indent=1) + "\n")
-    elif fmt == "text":
-        # Cooked: each line's throughput holds since the previous line's time, so a
-        # first line at 0 marks the start; its rate is never used (the first one's given).
-        ends = np.cumsum(trace.duration_ms) / 1000.0
-        mbps = (trace.bandwidth_kbps / 1000.0).tolist()
-        lines = [f"0.0 {mbps[0]!r}"]
-        lines += [f"{t!r} {b!r}" for t, b in zip(ends.tolist(), mbps, strict=True)]
-        atomic_write_text(file, "\n".join(lines) + "\n")
-    elif fmt == "mahimahi":
-        atomic_write_text(file, "\n".join(map(str, _mahimahi_stamps(trace))) + "\n")
-    else:
-        raise UserError(f"cannot write trace format {fmt!r}; expected sabre, text or mahimahi")
-
-
-def _plain(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else float(value)
-
-
-def _mahimahi_stamps(trace: ThroughputTrace) -> list[int]:
-    period = trace.period_ms
-    if not period.is_integer():
-        raise UserError(f"Mahimahi needs a whole-millisecond period, got {period} ms")
-    bounds = np.concatenate(([0.0], np.cumsum(trace.duration_ms)))
-    cum_bits = np.concatenate(([0.0], np.cumsum(trace.duration_ms * trace.bandwidth_kbps)))
-    n_packets = round(cum_bits[-1] / MAHIMAHI_PACKET_BITS)
-    if n_packets < 1:
-        raise UserError("the trace carries less than one packet; Mahimahi cannot express it")
-    targets = np.minimum(np.arange(1, n_packets + 1) * MAHIMAHI_PACKET_BITS, cum_bits[-1])
-    # The earliest time each packet's bits have been carried (skipping zero-rate stretches).
-    j = np.maximum(np.searchsorted(cum_bits, targets, side="left"), 1)
-    i = j - 1
-    rate = trace.bandwidth_kbps[np.minimum(i, len(trace.bandwidth_kbps) - 1)]
-    times = bounds[i] + (targets - cum_bits[i]) / np.where(rate > 0, rate, 1.0)
-    stamps = np.minimum(np.floor(times), period).astype(np.int64)
-    stamps[-1] = int(period)
-    return [int(s) for s in stamps]
-
-
-# -- manifest -------------------------------------------------------------------------
-
-
-def load_manifest(path: str | Path) -> VideoManifest:
-    """Parse a Sabre-style manifest: ``segment_duration_ms``, ``bitrates_kbps`` (ascending)
-    and ``segment_sizes_bits[segment][quality]``."""
-    file = Path(path)
-    text = _read_text(file)
-    data = _json(text, file)
-    if not isinstance(data, dict):
-        raise InputFileError(file, "expected a JSON object (a manifest)", line=1)
-    missing = [
-        k for k in ("segment_duration_ms", "bitrates_kbps", "segment_sizes_bits") if k not in data
-    ]
-    if missing:
-        raise InputFileError(file, f"manifest lacks {', '.join(missing)}")
-    segment_ms = _number(data["segment_duration_ms"])
-    if segment_ms is None or segment_ms <= 0:
-        raise InputFileError(file, "segment_duration_ms must be a positive number")
-    rates = data["bitrates_kbps"]
-    numbers = [_number(r) for r in rates] if isinstance(rates, list) else []
-    if not numbers or any(r is None or r <= 0 for r in numbers):
-        raise InputFileError(file, "bitrates_kbps must be a non-empty list of positive numbers")
-    ladder_kbps = [float(r) for r in numbers if r is not None]
-    if any(b <= a for a, b in itertools.pairwise(ladder_kbps)):
-        raise InputFileError(file, "bitrates_kbps must be strictly ascending")
-    sizes = _manifest_sizes(data["segment_sizes_bits"], len(ladder_kbps), text, file)
-    ladder = tuple(Representation(rate) for rate in ladder_kbps)
-    try:
-        return VideoManifest(segment_ms / 1000.0, ladder, sizes)
-    except ValueError as exc:
-        raise InputFileError(file, str(exc)) from None
 
 
 def _manifest_sizes(rows: object, width: int, text: str, file: Path) -> IntArray:
