@@ -41,7 +41,7 @@ def _writer(analyser: str) -> Callable[[Path, int, int], None]:
         from mqoe.analysis.systrace import write_large_capture
 
         return write_large_capture
-    from mqoe.analysis.gfxinfo import write_large_dump
+    from mqoe.generators.gfxinfo import write_large_dump
 
     return write_large_dump
 

@@ -2,10 +2,11 @@
 per-frame ``framestats`` rows and the platform's summary lines, turned into slow (SR) and
 frozen (FF) frame counts by the one definition in :mod:`mqoe.metrics.jank` — naive and
 buffer-aware — per window and per process, plus a stage breakdown and the temporal
-clustering of slow frames. The code is in ``gfxinfo_format`` (names), ``gfxinfo_rows``
-(row conversion), ``gfxinfo_summary`` (summary lines), ``gfxinfo_store`` (the compact
-per-frame store), ``gfxinfo_read`` (reading), ``gfxinfo_metrics`` (metrics) and
-``gfxinfo_synth`` (generated dumps); this module is their public face.
+clustering of slow frames. The code is in ``format`` (names), ``read`` (inputs),
+``parse`` (the line state machine), ``rows`` (row conversion), ``summary`` (summary
+lines), ``store`` (the compact per-frame store), ``data`` (what was read), ``metrics``
+(per-frame rules), ``tables`` and ``report`` (the report); generated dumps come from
+:mod:`mqoe.generators.gfxinfo`. This package is their public face.
 
 Input accepted
 --------------
@@ -143,9 +144,8 @@ frames overlapped in the pipeline). A dump holds only the recent frames, so gaps
 two dumps include the unseen frames between them.
 """
 
-from __future__ import annotations
-
-from mqoe.analysis.gfxinfo_format import (
+from mqoe.analysis.gfxinfo.data import GfxinfoData, parse_gfxinfo_text, read_gfxinfo
+from mqoe.analysis.gfxinfo.format import (
     COLUMNS,
     COUNTERS,
     DEFAULT_FRAME_INTERVAL_NS,
@@ -161,20 +161,9 @@ from mqoe.analysis.gfxinfo_format import (
     STAGES,
     SUMMARY_COLUMNS,
 )
-from mqoe.analysis.gfxinfo_metrics import GfxinfoReport, analyze
-from mqoe.analysis.gfxinfo_read import (
-    GfxinfoData,
-    GfxinfoWarnings,
-    parse_gfxinfo_text,
-    read_gfxinfo,
-)
-from mqoe.analysis.gfxinfo_store import FrameStore
-from mqoe.analysis.gfxinfo_synth import (
-    SynthPackage,
-    SynthTruth,
-    synth_gfxinfo,
-    write_large_dump,
-)
+from mqoe.analysis.gfxinfo.read import GfxinfoWarnings
+from mqoe.analysis.gfxinfo.report import GfxinfoReport, analyze
+from mqoe.analysis.gfxinfo.store import FrameStore
 
 __all__ = [
     "COLUMNS",
@@ -195,11 +184,7 @@ __all__ = [
     "GfxinfoData",
     "GfxinfoReport",
     "GfxinfoWarnings",
-    "SynthPackage",
-    "SynthTruth",
     "analyze",
     "parse_gfxinfo_text",
     "read_gfxinfo",
-    "synth_gfxinfo",
-    "write_large_dump",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mqoe.analysis.gfxinfo_format import COUNTERS, PERCENTILES, SUMMARY_COLUMNS
+from mqoe.analysis.gfxinfo.format import COUNTERS, PERCENTILES, SUMMARY_COLUMNS
 
 #: A summary line's key (the text before its colon) → (value kind, column or histogram).
 _KEYS: dict[str, tuple[str, str]] = {

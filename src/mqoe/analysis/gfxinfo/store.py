@@ -1,4 +1,4 @@
-"""The compact per-frame store of :mod:`mqoe.analysis.gfxinfo_read`: for every PROFILEDATA
+"""The compact per-frame store of :mod:`mqoe.analysis.gfxinfo.data`: for every PROFILEDATA
 row, what the metrics need (≈ 40 bytes: run, line, IntendedVsync, FrameCompleted,
 DisplayPresentTime, FrameInterval and flag bits), grown in large chunks; and the one
 pass that finds frames repeated by overlapping dumps."""
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mqoe.analysis.gfxinfo_format import MAX_INTERVAL_NS
-from mqoe.analysis.gfxinfo_rows import Rows
+from mqoe.analysis.gfxinfo.format import MAX_INTERVAL_NS
+from mqoe.analysis.gfxinfo.rows import Rows
 from mqoe.metrics.jank import SLOW_FRAME_NS
 
 IntArray = npt.NDArray[np.int64]

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from mqoe.analysis.gfxinfo_format import (
+from mqoe.analysis.gfxinfo.format import (
     COLUMNS,
     COUNTERS,
     DEFAULT_FRAME_INTERVAL_NS,
@@ -31,7 +31,7 @@ from mqoe.metrics.jank import SLOW_FRAME_NS
 
 IntArray = npt.NDArray[np.int64]
 _MARKER = MARKER
-#: Android 12–14 print each of these labels over the other's value (gfxinfo_format).
+#: Android 12–14 print each of these labels over the other's value (mqoe.analysis.gfxinfo.format).
 _AOSP_LABEL = {"FrameInterval": "FrameStartTime", "FrameStartTime": "FrameInterval"}
 
 
