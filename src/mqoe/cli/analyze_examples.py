@@ -44,12 +44,12 @@ def write_examples(directory: Path, seed: int = 0, anr_files: int = 200) -> None
     import numpy as np
 
     from mqoe.analysis.layout import layout_to_xml
-    from mqoe.analysis.systrace import synth_systrace
     from mqoe.generators.anr import write_synth_dir
     from mqoe.generators.gfxinfo import synth_gfxinfo
     from mqoe.generators.layout import synth_layout
     from mqoe.generators.memlog import synthesize_config, synthesize_phone
     from mqoe.generators.pcap import synth_pcap
+    from mqoe.generators.systrace import synth_systrace
 
     def rng(stream: int) -> np.random.Generator:
         return np.random.default_rng([seed, stream])
