@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mqoe.analysis.anr import write_synth_dir
 from mqoe.cli import analyze_anr
 from mqoe.errors import UserError
+from mqoe.generators.anr.fleet import write_synth_dir
 
 REAL_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "anr"
 

@@ -22,7 +22,7 @@ from mqoe.analysis.anr.features import (
     required_bounds,
 )
 from mqoe.analysis.anr.model import Frame
-from mqoe.analysis.anr.synth import synth_anr
+from mqoe.generators.anr.event import synth_anr
 
 
 @pytest.mark.parametrize(

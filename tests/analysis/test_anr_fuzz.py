@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mqoe.analysis.anr import (
-    analyze,
-    load_events,
-    synth_anr,
+from mqoe.analysis.anr import analyze, load_events
+from mqoe.generators.anr.degraded import (
     synth_native_only,
     synth_waiting_channels,
     synth_xcrash_tombstone,
 )
+from mqoe.generators.anr.event import synth_anr
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 
 

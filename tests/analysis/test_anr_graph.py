@@ -6,14 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mqoe.analysis.anr import (
-    WaitForGraph,
-    blocked_thread,
-    parse_anr_text,
-    summarize,
-    synth_anr,
-)
-from mqoe.analysis.anr.synth import FAMILY_VARIANTS
+from mqoe.analysis.anr import WaitForGraph, blocked_thread, parse_anr_text, summarize
+from mqoe.generators.anr.event import synth_anr
+from mqoe.generators.anr.scenarios import FAMILY_VARIANTS
 
 IDLE_BINDER = [
     "native: #00 pc 0000000000049ec8  /system/lib64/libc.so (__ioctl+4)",

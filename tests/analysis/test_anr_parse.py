@@ -22,13 +22,16 @@ from mqoe.analysis.anr import (
     parse_anr_text,
     parse_dump_time,
     summarize,
-    synth_anr,
+)
+from mqoe.analysis.anr.parse import MAX_FRAMES_PER_THREAD
+from mqoe.errors import InputFileError, UserError
+from mqoe.generators.anr.degraded import (
+    XCRASH_VARIANTS,
     synth_waiting_channels,
     synth_xcrash_tombstone,
 )
-from mqoe.analysis.anr.parse import MAX_FRAMES_PER_THREAD
-from mqoe.analysis.anr.synth import FAMILY_VARIANTS, XCRASH_VARIANTS
-from mqoe.errors import InputFileError, UserError
+from mqoe.generators.anr.event import synth_anr
+from mqoe.generators.anr.scenarios import FAMILY_VARIANTS
 
 # The example of spec 06, verbatim (including its "…" line number).
 SPEC_EXAMPLE = """\

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mqoe.analysis.anr import synth_anr, write_synth_dir
 from mqoe.cli import analyze_anr
 from mqoe.cli.main import main
 from mqoe.errors import UserError
+from mqoe.generators.anr.event import synth_anr
+from mqoe.generators.anr.fleet import write_synth_dir
 from tests.unprivileged import run_as_nobody, world_dir
 
 

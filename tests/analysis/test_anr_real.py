@@ -234,11 +234,11 @@ def test_streamed_in_small_chunks_gives_the_same_processes(
 ) -> None:
     # Files over one read chunk are streamed (line ends and UTF-16 code units may straddle
     # chunks); real ANR files fit in one chunk, so shrink the chunk to test that path.
-    from mqoe.analysis.anr import parse
+    from mqoe.analysis.anr import read
 
     original = _real(name)
     expected = parse_anr_file(original)
-    monkeypatch.setattr(parse, "_CHUNK_BYTES", 997)
+    monkeypatch.setattr(read, "_CHUNK_BYTES", 997)
     text = original.read_text(encoding="utf-8")
     for variant in sorted(_VARIANTS):
         path = tmp_path / f"{variant}.txt"

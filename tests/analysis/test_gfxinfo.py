@@ -19,24 +19,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mqoe.analysis import gfxinfo as gfx
-from mqoe.analysis import gfxinfo_read
-from mqoe.analysis.gfxinfo import (
+from mqoe.analysis.gfxinfo import parse as gfxinfo_parse
+from mqoe.analysis.gfxinfo.data import parse_gfxinfo_text, read_gfxinfo
+from mqoe.analysis.gfxinfo.format import (
     COLUMNS,
     LAYOUT_NEW,
     LAYOUT_OLD,
     NO_INPUT,
     REQUIRED_COLUMNS,
     SUMMARY_COLUMNS,
-    GfxinfoReport,
-    analyze,
-    parse_gfxinfo_text,
-    read_gfxinfo,
-    synth_gfxinfo,
 )
-from mqoe.analysis.gfxinfo_rows import Header, parse_rows, parse_rows_slowly
-from mqoe.analysis.gfxinfo_synth import _aosp_percentile
+from mqoe.analysis.gfxinfo.report import GfxinfoReport, analyze
+from mqoe.analysis.gfxinfo.rows import Header, parse_rows, parse_rows_slowly
 from mqoe.cli import analyze_gfxinfo as cli
 from mqoe.errors import InputFileError, UserError
+from mqoe.generators.gfxinfo import SynthTruth, _aosp_percentile, synth_gfxinfo
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "gfxinfo"
 MS = 1_000_000
@@ -538,7 +535,7 @@ def _layouts() -> st.SearchStrategy[Any]:
     return st.one_of(st.sampled_from(["old", "new"]), custom)
 
 
-def _check_against_truth(report: GfxinfoReport, truth: gfx.SynthTruth) -> None:
+def _check_against_truth(report: GfxinfoReport, truth: SynthTruth) -> None:
     frames = report.frames
     for pkg in truth.packages:
         row = _one(report, pkg.package)
@@ -620,14 +617,14 @@ def test_large_blocks_take_the_vectorised_path_and_match_the_truth(
     monkeypatch: pytest.MonkeyPatch, layout: str
 ) -> None:
     calls: list[bool] = []
-    real = gfxinfo_read.parse_rows
+    real = gfxinfo_parse.parse_rows
 
     def spy(rows: Sequence[str], header: Header, wanted: Any = None) -> Any:
         result = real(rows, header, wanted)
         calls.append(result is not None)
         return result
 
-    monkeypatch.setattr(gfxinfo_read, "parse_rows", spy)
+    monkeypatch.setattr(gfxinfo_parse, "parse_rows", spy)
     text, truth = synth_gfxinfo(np.random.default_rng(12), ("a", "b"), 2000, layout)
     _check_against_truth(analyze(parse_gfxinfo_text(text)), truth)
     assert calls and all(calls)

@@ -22,9 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mqoe.analysis import gfxinfo as gfx
-from mqoe.analysis import gfxinfo_read
-from mqoe.analysis.gfxinfo import analyze, read_gfxinfo, synth_gfxinfo
+from mqoe.analysis.gfxinfo import parse as gfxinfo_parse
+from mqoe.analysis.gfxinfo.data import read_gfxinfo
+from mqoe.analysis.gfxinfo.report import analyze
 from mqoe.cli.main import main
+from mqoe.generators.gfxinfo import synth_gfxinfo, write_large_dump
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 from tests.unprivileged import run_python_as_nobody, world_dir
 
@@ -200,7 +202,7 @@ def _peak_bytes(path: Path) -> int:
 def test_loader_memory_grows_only_by_the_compact_columns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gfxinfo_read, "_BATCH_ROWS", 2048)  # bounded batches, small here
+    monkeypatch.setattr(gfxinfo_parse, "_BATCH_ROWS", 2048)  # bounded batches, small here
     small, large = tmp_path / "small.txt", tmp_path / "large.txt"
     rows_small = _repeated_dump(small, 4)
     rows_large = _repeated_dump(large, 20)
@@ -214,7 +216,7 @@ def test_loader_memory_grows_only_by_the_compact_columns(
 def test_large_dump_writer_is_fast_realistic_and_close_to_the_size_asked(tmp_path: Path) -> None:
     path = tmp_path / "large.txt"
     start = time.perf_counter()
-    gfx.write_large_dump(path, 4_000_000, seed=3)
+    write_large_dump(path, 4_000_000, seed=3)
     elapsed = time.perf_counter() - start
     size = path.stat().st_size
     assert abs(size - 4_000_000) < 0.02 * 4_000_000

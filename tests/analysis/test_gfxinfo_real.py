@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from mqoe.analysis.gfxinfo import GfxinfoReport, analyze, read_gfxinfo
+from mqoe.analysis.gfxinfo.data import read_gfxinfo
+from mqoe.analysis.gfxinfo.report import GfxinfoReport, analyze
 from mqoe.cli import analyze_gfxinfo as cli
 from mqoe.metrics.jank import FROZEN_FRAME_NS, SLOW_FRAME_NS
 

@@ -14,14 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.gfxinfo import (
-    LAYOUT_ANDROID14,
-    LAYOUT_OLD,
-    NO_INPUT,
-    GfxinfoReport,
-    analyze,
-    parse_gfxinfo_text,
-)
+from mqoe.analysis.gfxinfo.data import parse_gfxinfo_text
+from mqoe.analysis.gfxinfo.format import LAYOUT_ANDROID14, LAYOUT_OLD, NO_INPUT
+from mqoe.analysis.gfxinfo.report import GfxinfoReport, analyze
 from mqoe.metrics.jank import FROZEN_FRAME_NS, SLOW_FRAME_NS
 
 MS = 1_000_000

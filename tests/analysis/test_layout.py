@@ -18,20 +18,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis import layout as layout_module
-from mqoe.analysis.layout import (
-    ViewNode,
-    analyze_layout,
-    draws_by_class,
-    layout_to_json,
-    layout_to_xml,
-    load_layout,
-    overdraw,
-    parse_layout,
-    synth_layout,
-)
+from mqoe.analysis.layout import read as layout_read
+from mqoe.analysis.layout.model import draws_by_class
+from mqoe.analysis.layout.parse import load_layout, parse_layout
+from mqoe.analysis.layout.report import analyze_layout
+from mqoe.analysis.layout.write import layout_to_json, layout_to_xml
 from mqoe.cli import analyze_layout as cli
 from mqoe.errors import InputFileError, UserError
+from mqoe.generators.layout import synth_layout
+from mqoe.metrics import overdraw as overdraw_module
+from mqoe.metrics.overdraw import ViewNode, overdraw
 
 FRAME = "android.widget.FrameLayout"
 
@@ -210,7 +206,7 @@ def test_compressed_and_pixel_grids_agree(monkeypatch: pytest.MonkeyPatch) -> No
     compressed = overdraw(nodes, (60, 100))
     assert len(compressed.xs) < 61  # the rectangles' edges, not every pixel
     monkeypatch.setattr(  # force a grid of every pixel
-        layout_module, "_grid", lambda rects, screen: (np.arange(61), np.arange(101))
+        overdraw_module, "_grid", lambda rects, screen: (np.arange(61), np.arange(101))
     )
     pixel = overdraw(nodes, (60, 100))
     monkeypatch.undo()
@@ -222,7 +218,7 @@ def test_compressed_and_pixel_grids_agree(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_hidden_pixels_are_skipped_past_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     nodes = synth_layout(np.random.default_rng(1), (90, 160), items=6)
-    monkeypatch.setattr(layout_module, "HIDDEN_BUDGET_CELLS", 10)
+    monkeypatch.setattr(overdraw_module, "HIDDEN_BUDGET_CELLS", 10)
     stats = overdraw(nodes, (90, 160))
     assert stats.hidden_px is None
     counts, _, _ = _brute(nodes, (90, 160))
@@ -366,7 +362,7 @@ def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
 
 
 def test_oversized_files_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(layout_module, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(layout_read, "MAX_FILE_BYTES", 100)
     with pytest.raises(InputFileError, match="larger"):
         load_layout(_write(tmp_path, _DUMP))
 

@@ -30,16 +30,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.layout import (
-    ViewNode,
-    analyze_layout,
-    draws_by_class,
-    load_layout,
-    overdraw,
-    parse_layout,
-    synth_layout,
-)
+from mqoe.analysis.layout.model import draws_by_class
+from mqoe.analysis.layout.parse import load_layout, parse_layout
+from mqoe.analysis.layout.report import analyze_layout
 from mqoe.errors import InputFileError
+from mqoe.generators.layout import synth_layout
+from mqoe.metrics.overdraw import ViewNode, overdraw
 
 _W = "android.widget."
 

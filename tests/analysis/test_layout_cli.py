@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mqoe.analysis.layout import layout_to_json, layout_to_xml, synth_layout
+from mqoe.analysis.layout.write import layout_to_json, layout_to_xml
 from mqoe.cli.main import main
+from mqoe.generators.layout import synth_layout
 from tests.unprivileged import one_line_errors_as_nobody, world_dir
 
 
@@ -112,11 +113,12 @@ def test_an_endless_input_is_refused_without_reading_it_all(tmp_path: Path) -> N
     if not Path("/dev/zero").exists():
         pytest.skip("no /dev/zero here")
     script = (
-        "from mqoe.analysis import layout\n"
+        "from mqoe.analysis.layout import read\n"
+        "from mqoe.analysis.layout.parse import load_layout\n"
         "from mqoe.errors import InputFileError\n"
-        "layout.MAX_FILE_BYTES = 4096\n"
+        "read.MAX_FILE_BYTES = 4096\n"
         "try:\n"
-        "    layout.load_layout('/dev/zero')\n"
+        "    load_layout('/dev/zero')\n"
         "except InputFileError as error:\n"
         "    print(error)\n"
     )
@@ -136,7 +138,7 @@ def test_an_endless_input_is_refused_without_reading_it_all(tmp_path: Path) -> N
 def test_gzip_compressed_dumps_are_read(tmp_path: Path) -> None:
     import gzip
 
-    from mqoe.analysis.layout import load_layout
+    from mqoe.analysis.layout.parse import load_layout
 
     plain = _dump(tmp_path)
     packed = tmp_path / "dump.xml.gz"

@@ -15,15 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.layout import (
-    ViewNode,
-    analyze_layout,
-    layout_to_json,
-    layout_to_xml,
-    parse_layout,
-    synth_layout,
-)
+from mqoe.analysis.layout.parse import parse_layout
+from mqoe.analysis.layout.report import analyze_layout
+from mqoe.analysis.layout.write import layout_to_json, layout_to_xml
 from mqoe.errors import InputFileError
+from mqoe.generators.layout import synth_layout
+from mqoe.metrics.overdraw import ViewNode
 
 _APPIUM = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>
 <hierarchy index="0" class="hierarchy" rotation="0" width="720" height="1280">

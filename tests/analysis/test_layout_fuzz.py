@@ -14,15 +14,11 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 import pytest
 
-from mqoe.analysis.layout import (
-    ViewNode,
-    analyze_layout,
-    layout_to_json,
-    layout_to_xml,
-    load_layout,
-    parse_layout,
-    synth_layout,
-)
+from mqoe.analysis.layout.parse import load_layout, parse_layout
+from mqoe.analysis.layout.report import analyze_layout
+from mqoe.analysis.layout.write import layout_to_json, layout_to_xml
+from mqoe.generators.layout import synth_layout
+from mqoe.metrics.overdraw import ViewNode
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 
 _NODES = synth_layout(np.random.default_rng(5), (120, 200), items=3)

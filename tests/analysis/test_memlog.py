@@ -14,20 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.memlog import (
-    MEMINFO_COLUMNS,
-    SPEC01_POPULATION_FACTS,
-    TRIM_LEVELS,
-    PhoneLog,
-    _tokenise,
-    analyze,
-    discover_phones,
-    load_fleet,
-    load_phone,
-    synthesize_config,
-    synthesize_phone,
-)
+from mqoe.analysis.memlog.load import load_fleet, load_phone
+from mqoe.analysis.memlog.model import MEMINFO_COLUMNS, TRIM_LEVELS, PhoneLog
+from mqoe.analysis.memlog.parse import _tokenise
+from mqoe.analysis.memlog.read import discover_phones
+from mqoe.analysis.memlog.report import SPEC01_POPULATION_FACTS, analyze
 from mqoe.errors import InputFileError, UserError
+from mqoe.generators.memlog import synthesize_config, synthesize_phone
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "memlog"
 T0 = 1_600_000_000_000  # unix ms of second 0 in the hand-made logs

@@ -15,16 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.memlog import (
-    PhoneLog,
-    analyze,
-    load_fleet,
-    load_phone,
-    synthesize_config,
-    synthesize_phone,
-)
+from mqoe.analysis.memlog.load import load_fleet, load_phone
+from mqoe.analysis.memlog.model import PhoneLog
+from mqoe.analysis.memlog.report import analyze
 from mqoe.cli.main import main
 from mqoe.errors import InputFileError
+from mqoe.generators.memlog import synthesize_config, synthesize_phone
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 from tests.text_variants import VARIANTS
 from tests.unprivileged import run_python_as_nobody, world_dir

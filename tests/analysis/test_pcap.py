@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.pcap import SynthFlow, read_capture, synth_pcap
+from mqoe.analysis.pcap.capture import read_capture
 from mqoe.cli import analyze_pcap as cli
 from mqoe.errors import InputFileError, UserError
+from mqoe.generators.pcap import SynthFlow, synth_pcap
 
 _LE = "<" if sys.byteorder == "little" else ">"
 

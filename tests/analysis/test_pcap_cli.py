@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mqoe.analysis.pcap import synth_pcap
 from mqoe.cli.main import main
+from mqoe.generators.pcap import synth_pcap
 from tests.unprivileged import one_line_errors_as_nobody, world_dir
 
 

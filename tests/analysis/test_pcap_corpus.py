@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from mqoe.analysis.pcap import read_capture
+from mqoe.analysis.pcap.capture import read_capture
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "pcap"
 

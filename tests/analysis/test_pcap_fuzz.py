@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mqoe.analysis.pcap import read_capture, synth_pcap
+from mqoe.analysis.pcap.capture import read_capture
+from mqoe.generators.pcap import synth_pcap
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 
 _SEEDS = {

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mqoe.analysis.pcap import read_capture
+from mqoe.analysis.pcap.capture import read_capture
 
 SERVER4, PHONE4 = socket.inet_aton("192.0.2.1"), socket.inet_aton("192.0.2.99")
 SERVER6 = socket.inet_pton(socket.AF_INET6, "2001:db8::1")

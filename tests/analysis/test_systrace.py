@@ -19,24 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.systrace import (
-    MAX_LINE_CHARS,
-    SynthTruth,
-    SystraceTrace,
-    analyze,
-    cluster_roles,
-    clusters_from_profile,
-    load_systrace,
-    parse_clusters,
-    parse_systrace_text,
-    select_threads,
-    slow_frame_correlation,
-    synth_systrace,
-    wrap_html,
-)
+from mqoe.analysis.systrace.clusters import cluster_roles, clusters_from_profile, parse_clusters
+from mqoe.analysis.systrace.model import SystraceTrace
+from mqoe.analysis.systrace.parse import load_systrace, parse_systrace_text
+from mqoe.analysis.systrace.read import MAX_LINE_CHARS
+from mqoe.analysis.systrace.report import analyze, select_threads, slow_frame_correlation
 from mqoe.cli import analyze_systrace as cli
 from mqoe.device.profiles import load_profile
 from mqoe.errors import InputFileError, UserError
+from mqoe.generators.systrace.containers import wrap_html
+from mqoe.generators.systrace.trace import SynthTruth, synth_systrace
 from mqoe.metrics.sched import STATE_COLUMNS
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "systrace"

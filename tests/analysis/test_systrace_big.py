@@ -16,17 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mqoe.analysis import systrace
-from mqoe.analysis.systrace import (
-    analyze,
-    load_systrace,
-    parse_systrace_lines,
-    parse_systrace_text,
-    synth_systrace,
-    wrap_html,
-    wrap_linux_perf_data,
-    write_large_capture,
-)
+from mqoe.analysis.systrace import parse as systrace_parse
+from mqoe.analysis.systrace.parse import load_systrace, parse_systrace_lines, parse_systrace_text
+from mqoe.analysis.systrace.report import analyze
+from mqoe.generators.systrace.containers import wrap_html, wrap_linux_perf_data
+from mqoe.generators.systrace.large import write_large_capture
+from mqoe.generators.systrace.trace import synth_systrace
 from tests.analysis.test_systrace import APP, RT, _assert_matches_truth, ev, mark
 from tests.fuzzing import DEEP_INPUTS, QUICK_INPUTS, fuzz
 
@@ -66,7 +61,7 @@ def _parse_peak(lines: tuple[str, ...]) -> int:
 def test_the_parsers_memory_does_not_grow_with_the_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     # Frames are written every _HOUSEKEEPING_LINES lines; a smaller window lets a 2 MB
     # capture span many windows, as a 1 GB one spans many of the default size.
-    monkeypatch.setattr(systrace, "_HOUSEKEEPING_LINES", 1024)
+    monkeypatch.setattr(systrace_parse, "_HOUSEKEEPING_LINES", 1024)
     lines = _capture_lines(2 * MB)
     quarter = lines[: len(lines) // 4]
     _parse_peak(quarter[:2000])  # first-use allocations (regex caches, lazy imports)
@@ -98,7 +93,7 @@ def test_frames_written_as_they_complete_match_the_truth(
         np.random.default_rng(seed), duration_s=1.5, frozen_prob=0.01, binder_prob=0.5
     )
     whole = parse_systrace_text(text, clusters=truth.clusters)
-    monkeypatch.setattr(systrace, "_HOUSEKEEPING_LINES", 64)  # write rows every 64 lines
+    monkeypatch.setattr(systrace_parse, "_HOUSEKEEPING_LINES", 64)  # write rows every 64 lines
     streamed = parse_systrace_text(text, clusters=truth.clusters)
     _assert_matches_truth(streamed, truth)
     pd.testing.assert_frame_equal(streamed.frames, whole.frames)
@@ -122,7 +117,7 @@ def test_a_binder_call_open_when_a_frame_ends_still_counts(monkeypatch: pytest.M
         + mark(0, 8000, APP, "E|300")
     )
     whole = parse_systrace_text(text)
-    monkeypatch.setattr(systrace, "_HOUSEKEEPING_LINES", 64)
+    monkeypatch.setattr(systrace_parse, "_HOUSEKEEPING_LINES", 64)
     streamed = parse_systrace_text(text)
     assert whole.frames["binder_ns"].tolist() == [3_000_000]
     pd.testing.assert_frame_equal(streamed.frames, whole.frames)

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mqoe.analysis.systrace import synth_systrace
 from mqoe.cli import analyze_systrace as cli
 from mqoe.errors import UserError
+from mqoe.generators.systrace.trace import synth_systrace
 from tests.analysis.test_systrace import _frames_trace, _states_trace, switch, wake
 from tests.unprivileged import run_as_nobody, world_dir
 

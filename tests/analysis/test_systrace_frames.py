@@ -8,14 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mqoe.analysis.systrace import parse_systrace_text, synth_systrace
-from tests.analysis.test_systrace import (
-    APP,
-    RT,
-    _assert_matches_truth,
-    _frames_trace,
-    mark,
-)
+from mqoe.analysis.systrace.parse import parse_systrace_text
+from mqoe.generators.systrace.trace import synth_systrace
+from tests.analysis.test_systrace import APP, RT, _assert_matches_truth, _frames_trace, mark
 
 US = 1_000
 APP4 = ("com.legacy", 500)

@@ -16,15 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.systrace import (
-    SystraceTrace,
-    load_systrace,
-    parse_systrace_text,
-    synth_systrace,
-    wrap_html,
-)
-from mqoe.analysis.systrace_input import js_unescape
+from mqoe.analysis.systrace.model import SystraceTrace
+from mqoe.analysis.systrace.parse import load_systrace, parse_systrace_text
+from mqoe.analysis.systrace.read import js_unescape
 from mqoe.errors import InputFileError
+from mqoe.generators.systrace.containers import wrap_html
+from mqoe.generators.systrace.trace import synth_systrace
 
 TABLES = ("threads", "preemptions", "frames", "critical_path", "counters", "compositions")
 
@@ -85,7 +82,7 @@ def test_quotes_the_old_systrace_py_left_unescaped_do_not_end_the_string(tmp_pat
 
 
 def test_the_library_wrapper_writes_such_a_page(tmp_path: Path) -> None:
-    from mqoe.analysis.systrace import wrap_linux_perf_data
+    from mqoe.generators.systrace.containers import wrap_linux_perf_data
 
     plain = parse_systrace_text(_synth())
     _same(load_systrace(_write(tmp_path, wrap_linux_perf_data(_synth()))), plain)

@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mqoe.analysis.systrace import SystraceTrace, analyze, load_systrace
+from mqoe.analysis.systrace.model import SystraceTrace
+from mqoe.analysis.systrace.parse import load_systrace
+from mqoe.analysis.systrace.report import analyze
 from mqoe.metrics.sched import STATE_COLUMNS
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "systrace"

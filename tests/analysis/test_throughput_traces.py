@@ -10,15 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.throughput_traces import (
-    MAHIMAHI_PACKET_BITS,
-    ThroughputTrace,
-    load_manifest,
-    load_trace,
-    synthetic_manifest,
-    write_trace,
-)
+from mqoe.analysis.throughput_traces.model import MAHIMAHI_PACKET_BITS, ThroughputTrace
+from mqoe.analysis.throughput_traces.read import load_manifest, load_trace
+from mqoe.analysis.throughput_traces.write import write_trace
 from mqoe.errors import InputFileError, UserError
+from mqoe.generators.throughput_traces import synthetic_manifest
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "network-traces"
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.throughput_traces import load_trace
+from mqoe.analysis.throughput_traces.read import load_trace
 from mqoe.cli.main import main
 from mqoe.device.profiles import load_profile
 from mqoe.errors import InputFileError

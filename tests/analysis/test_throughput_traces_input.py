@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.throughput_traces import ThroughputTrace, load_trace
+from mqoe.analysis.throughput_traces.model import ThroughputTrace
+from mqoe.analysis.throughput_traces.read import load_trace
 from mqoe.device.profiles import load_profile
 from mqoe.errors import InputFileError
 from mqoe.workloads.runner import run_scenario

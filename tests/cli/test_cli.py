@@ -155,7 +155,7 @@ def test_analyze_memlog_summarises_a_fleet(
 ) -> None:
     import numpy as np
 
-    from mqoe.analysis.memlog import synthesize_config, synthesize_phone
+    from mqoe.generators.memlog import synthesize_config, synthesize_phone
 
     rng = np.random.default_rng(3)
     for i in range(2):

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqoe.analysis.throughput_traces import ThroughputTrace, VideoManifest, synthetic_manifest
+from mqoe.analysis.throughput_traces.model import ThroughputTrace, VideoManifest
 from mqoe.device.profiles import load_profile
 from mqoe.errors import InputFileError, UserError
+from mqoe.generators.throughput_traces import synthetic_manifest
 from mqoe.policies.abr.base import AbrState, Decision, Download, highest_at_most
 from mqoe.workloads import SCENARIOS
 from mqoe.workloads.conformance import check_scenario

@@ -53,13 +53,13 @@ import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mqoe.analysis.layout import OverdrawStats, ViewNode, overdraw
 from mqoe.device.binder import TRANSACTION_CYCLES, BinderPool
 from mqoe.device.cpu import Fair, SchedPolicy, Thread, ThreadState
 from mqoe.device.display import BufferQueue, Display, android_major
 from mqoe.device.phone import Phone
 from mqoe.engine import Event
 from mqoe.errors import UserError
+from mqoe.metrics.overdraw import OverdrawStats, ViewNode, overdraw
 
 CATALOGUE = "ui_apps.toml"
 # A frame window is LITTLE-saturated when every LITTLE core was busy for at least half

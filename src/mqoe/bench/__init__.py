@@ -112,7 +112,7 @@ def trace_mode_speed(session_s: float = 600.0, repeats: int = 20) -> float:
     on a synthetic 3G-like trace with BBA (one step per 4 s segment)."""
     import numpy as np
 
-    from mqoe.analysis.throughput_traces import synthetic_manifest
+    from mqoe.generators.throughput_traces import synthetic_manifest
     from mqoe.policies.abr import BBA
     from mqoe.workloads.trace_player import simulate_session, synthetic_3g_trace
 

@@ -38,10 +38,10 @@ GFXINFO = BigInput("gfxinfo_500mb", "gfxinfo", 500 * MB, 300.0, ".txt")
 
 def _writer(analyser: str) -> Callable[[Path, int, int], None]:
     if analyser == "systrace":
-        from mqoe.analysis.systrace import write_large_capture
+        from mqoe.generators.systrace import write_large_capture
 
         return write_large_capture
-    from mqoe.analysis.gfxinfo import write_large_dump
+    from mqoe.generators.gfxinfo import write_large_dump
 
     return write_large_dump
 

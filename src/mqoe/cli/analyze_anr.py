@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mqoe.analysis.anr.report import analyze, default_workers, load_events
+    from mqoe.analysis.anr.read import default_workers, load_events
+    from mqoe.analysis.anr.report import analyze
 
     if not 0.0 < args.threshold <= 1.0:
         raise UserError(f"--threshold must be in (0, 1], got {args.threshold}")

@@ -43,12 +43,13 @@ def write_examples(directory: Path, seed: int = 0, anr_files: int = 200) -> None
     """Fill ``directory`` (existing, empty) with one synthetic input per analyser."""
     import numpy as np
 
-    from mqoe.analysis.anr.synth import write_synth_dir
-    from mqoe.analysis.gfxinfo import synth_gfxinfo
-    from mqoe.analysis.layout import layout_to_xml, synth_layout
-    from mqoe.analysis.memlog import synthesize_config, synthesize_phone
-    from mqoe.analysis.pcap import synth_pcap
-    from mqoe.analysis.systrace import synth_systrace
+    from mqoe.analysis.layout import layout_to_xml
+    from mqoe.generators.anr import write_synth_dir
+    from mqoe.generators.gfxinfo import synth_gfxinfo
+    from mqoe.generators.layout import synth_layout
+    from mqoe.generators.memlog import synthesize_config, synthesize_phone
+    from mqoe.generators.pcap import synth_pcap
+    from mqoe.generators.systrace import synth_systrace
 
     def rng(stream: int) -> np.random.Generator:
         return np.random.default_rng([seed, stream])

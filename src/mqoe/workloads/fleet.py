@@ -44,9 +44,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from mqoe.analysis.anr.report import ZipfFit, fit_zipf
 from mqoe.engine import RandomStreams, validate_seed
 from mqoe.errors import UserError
+from mqoe.metrics.zipf import ZipfFit, fit_zipf
 from mqoe.policies.wam import GROUP_PAGES, Lazy, Practical, RealTime, WamPolicy, make_wam_policy
 from mqoe.workloads.fleet_usage import (
     DAY_S,

@@ -29,11 +29,11 @@ from mqoe.analysis.throughput_traces import (
     VideoManifest,
     load_manifest,
     load_trace,
-    synthetic_manifest,
 )
 from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.errors import UserError
+from mqoe.generators.throughput_traces import synthetic_manifest
 from mqoe.metrics.video_qoe import qoe_summary
 from mqoe.policies.abr.base import AbrRule, AbrState, Decision, Download, as_rule
 from mqoe.workloads.base import ScenarioOutput, Session

@@ -2,10 +2,12 @@
 graphs, find critical threads, cluster events by root cause and fit Zipf's law to events
 per app (the root-cause pipeline of the flash-aging ANR study; format as ART writes it).
 
-Modules: :mod:`.model` (parsed values), :mod:`.parse` (streaming parser, renderers),
-:mod:`.graph` (wait-for graph, critical threads), :mod:`.features` (normalisation,
-feature vectors, similarity), :mod:`.cluster` (exact and fast clustering),
-:mod:`.report` (families, cluster report, Zipf), :mod:`.synth` (generators).
+Modules: :mod:`.model` (parsed values), :mod:`.read` (files, many files),
+:mod:`.parse` (streaming parser), :mod:`.render` (renderers), :mod:`.graph` (wait-for
+graph, critical threads), :mod:`.features` (normalisation, feature vectors, similarity),
+:mod:`.cluster` (exact and fast clustering), :mod:`.events` (one event's summary and
+family), :mod:`.report` (cluster report). The Zipf fit is :mod:`mqoe.metrics.zipf`;
+synthetic files come from :mod:`mqoe.generators.anr`.
 
 File format accepted
 --------------------
@@ -74,6 +76,7 @@ frames or the wait channel show a sync or memory stall.
 """
 
 from mqoe.analysis.anr.cluster import Clustering, cluster_events
+from mqoe.analysis.anr.events import FAMILIES, EventSummary, family_of, summarize
 from mqoe.analysis.anr.features import (
     GENERIC_KINDS,
     NORMALISATION_RULES,
@@ -93,27 +96,10 @@ from mqoe.analysis.anr.model import (
     ThreadDump,
     parse_dump_time,
 )
-from mqoe.analysis.anr.parse import format_anr, format_xcrash, parse_anr_file, parse_anr_text
-from mqoe.analysis.anr.report import (
-    FAMILIES,
-    AnrReport,
-    EventSummary,
-    LoadResult,
-    ZipfFit,
-    analyze,
-    family_of,
-    fit_zipf,
-    load_events,
-    summarize,
-)
-from mqoe.analysis.anr.synth import (
-    SynthTruth,
-    synth_anr,
-    synth_native_only,
-    synth_waiting_channels,
-    synth_xcrash_tombstone,
-    write_synth_dir,
-)
+from mqoe.analysis.anr.read import LoadResult, load_events, parse_anr_file, parse_anr_text
+from mqoe.analysis.anr.render import format_anr, format_xcrash
+from mqoe.analysis.anr.report import AnrReport, analyze
+from mqoe.metrics.zipf import ZipfFit, fit_zipf
 
 __all__ = [
     "FAMILIES",
@@ -131,7 +117,6 @@ __all__ = [
     "LockOp",
     "ParseStats",
     "ProcessDump",
-    "SynthTruth",
     "ThreadDump",
     "WaitEdge",
     "WaitForGraph",
@@ -151,9 +136,4 @@ __all__ = [
     "parse_dump_time",
     "similarity",
     "summarize",
-    "synth_anr",
-    "synth_native_only",
-    "synth_waiting_channels",
-    "synth_xcrash_tombstone",
-    "write_synth_dir",
 ]

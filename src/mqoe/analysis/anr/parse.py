@@ -1,23 +1,13 @@
-"""Streaming parser (and renderer) for ANR trace files (``/data/anr/…``, as ART writes them) and
-xCrash ANR tombstones.
-
-Files are read through :mod:`mqoe.analysis.textio` (gzip, UTF-8 with or without BOM,
-UTF-16, any line end), one chunk and one line at a time; a line longer than
-:data:`MAX_LINE_CHARS` is skipped and counted, so memory stays bounded whatever the
-input. What each line means is decided by its first characters after stripping blanks
-(see the package docstring for the rules).
-"""
+"""Streaming parser for ANR trace files (``/data/anr/…``, as ART writes them) and xCrash
+ANR tombstones. What each line means is decided by its first characters after stripping
+blanks (see the package docstring for the rules); files are read by
+:mod:`mqoe.analysis.anr.read`."""
 
 from __future__ import annotations
 
-import itertools
 import re
-import zlib
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import IO
-
-import numpy as np
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from mqoe.analysis.anr.model import (
     LOCK_TEXT,
@@ -29,14 +19,16 @@ from mqoe.analysis.anr.model import (
     ThreadDump,
     parse_dump_time,
 )
-from mqoe.analysis.textio import decode_chunks, normalise_line_ends, open_input, split_lines
 from mqoe.errors import InputFileError
+
+if TYPE_CHECKING:
+    from mqoe.analysis.anr.read import _Reader
+
 
 MAX_LINE_CHARS = 64 * 1024  # a stack line is < 1 KiB; anything this long is not one
 MAX_FRAMES_PER_THREAD = 1024  # ART prints at most a few hundred; the top ones matter
 MAX_FRAMES_PER_FILE = 500_000  # bounds memory on a hostile file (≈ 100 MB of frames)
 MAX_THREADS_PER_FILE = 100_000
-_CHUNK_BYTES = 1 << 20
 _BINARY_PROBE_CHARS = 1 << 20  # give up early on binary input after this much text
 
 _PID = re.compile(r"-----\s+pid\s+(\d{1,10})\s+at\s+(.*?)\s*-----")
@@ -77,69 +69,6 @@ def _quoted(text: str) -> str:
     """The value of an xCrash ``Key: 'value'`` line."""
     value = text.split(":", 1)[1].strip()
     return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == "'" else value
-
-
-class _Reader:
-    """Lines of an opened file, decoded by textio, with the counts the parser reports."""
-
-    def __init__(self, path: Path, stream: IO[bytes], stats: ParseStats) -> None:
-        self.path = path
-        self.stream = stream
-        self.stats = stats
-        self.chars_read = 0
-
-    def _chunks(self) -> Iterator[str]:
-        stats = self.stats
-        for chunk in decode_chunks(self.stream, _CHUNK_BYTES):
-            self.chars_read += len(chunk)
-            stats.nul_bytes += chunk.count("\0")
-            stats.undecodable_bytes += chunk.count("\ufffd")
-            yield chunk
-
-    def lines(self) -> Iterator[str | None]:
-        try:
-            chunks = self._chunks()
-            first = next(chunks, "")
-            second = next(chunks, None)
-            if second is None:
-                # The whole file in one chunk, as nearly every ANR file is (< 1 MiB): split
-                # at C speed; the parser skips over-long lines by their length.
-                lines = normalise_line_ends(first).split("\n")
-                if lines[-1] == "":
-                    lines.pop()  # the last line end ends a line, it does not start one
-                yield from lines
-            else:
-                yield from split_lines(itertools.chain((first, second), chunks), MAX_LINE_CHARS)
-        except (OSError, EOFError, zlib.error) as exc:  # a corrupt or cut gzip stream
-            raise InputFileError(self.path, f"cannot read it: {exc}") from None
-
-
-def parse_anr_file(path: str | Path) -> AnrFile:
-    """Parse one ANR trace file or xCrash ANR tombstone (plain or gzip, any encoding and
-    line end :mod:`mqoe.analysis.textio` reads); see the package docstring for the rules.
-
-    Raises :class:`~mqoe.errors.InputFileError` when the file cannot be read or holds no
-    process dump (binary data and crash tombstones included). Forgiven problems are
-    counted in ``AnrFile.stats``.
-    """
-    path = Path(path)
-    stream, raw, _ = open_input(path)
-    try:
-        stats = ParseStats()
-        reader = _Reader(path, stream, stats)
-        return _Parser(str(path), stats, reader).run(reader.lines())
-    finally:
-        raw.close()
-
-
-def parse_anr_text(text: str, name: str = "<text>") -> AnrFile:
-    """Parse ANR trace text held in memory (same rules as :func:`parse_anr_file`)."""
-    stats = ParseStats()
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    stats.nul_bytes = text.count("\0")
-    stats.undecodable_bytes = text.count("\ufffd")
-    return _Parser(name, stats, None).run(normalise_line_ends(text).split("\n"))
 
 
 def _int(text: str, stats: ParseStats) -> int | None:
@@ -585,177 +514,3 @@ class _Parser:
                 len(thread.frames),
             )
         )
-
-
-# -- rendering -------------------------------------------------------------------------
-
-
-def format_anr(anr: AnrFile, rng: np.random.Generator | None = None) -> str:
-    """The text of ``anr`` in the ANR trace format; :func:`parse_anr_text` reads it back.
-
-    With ``rng``, the lines the parser does not keep (``obj=``, ``self=``, ``handle=``
-    addresses, build lines) are filled with random values, as on a phone. Processes with
-    ``waiting_channels`` are written as debuggerd's ``----- Waiting Channels`` sections.
-    """
-    out: list[str] = []
-    if anr.subject is not None:
-        out += [f"Subject: {anr.subject}", ""]
-    for proc in anr.processes:
-        if proc.waiting_channels:
-            out += _wchan_lines(proc)
-            continue
-        out.append(f"----- pid {proc.pid} at {proc.time_text} -----")
-        out += _dump_lines(proc, rng)
-        if not proc.truncated:
-            out += [f"----- end {proc.pid} -----", ""]
-    if anr.watchdog is not None:
-        out.append(f"{_WATCHDOG} {anr.watchdog}")
-    if anr.goodbye:
-        out.append("*** GOODBYE!")
-    return "\n".join(out) + "\n"
-
-
-def format_xcrash(anr: AnrFile, rng: np.random.Generator | None = None) -> str:
-    """``anr``'s first process as an xCrash ANR tombstone (header, ART thread dump between
-    ``--- --- ---`` and ``+++ +++ +++``, then logcat, open files and memory info that are
-    not part of the dump); :func:`parse_anr_text` reads the process back. Its
-    ``time_text`` must be ``YYYY-MM-DD HH:MM:SS[.mmm][+ZZZZ]``: it becomes the ISO
-    ``Crash time`` xCrash writes."""
-    if not anr.processes:
-        raise ValueError("an xCrash tombstone holds one process")
-    proc = anr.processes[0]
-    name = proc.name
-    when = proc.time_text.replace(" ", "T", 1)
-    head = "*** " * 15 + "***"
-    out = [
-        head,
-        "Tombstone maker: 'xCrash 2.4.9'",
-        "Crash type: 'anr'",
-        f"Start time: '{when}'",
-        f"Crash time: '{when}'",
-        f"App ID: '{name}'",
-        "App version: '1.0'",
-        "Rooted: 'No'",
-        "API level: '29'",
-        "ABI: 'arm64'",
-        f"pid: {proc.pid}  >>> {name} <<<",
-        "",
-        "--- " * 15 + "---",
-        *_dump_lines(proc, rng),
-        "+++ " * 15 + "+++",
-        "",
-        "logcat:",
-        f"--------- tail end of log main (logcat -b main -d -v threadtime --pid {proc.pid})",
-        f'01-01 00:00:00.000 {proc.pid} {proc.pid} I art: "main" prio=5 tid=1 Runnable',
-        f"01-01 00:00:00.001 {proc.pid} {proc.pid} I art:   at a.B.c(B.java:1)",
-        f"01-01 00:00:00.002 {proc.pid} {proc.pid} I art: ----- pid 1 at 2019-01-01 00:00:00 -----",
-        "",
-        "open files:",
-        "    fd 0: /dev/null",
-        "    (number of FDs: 1)",
-        "",
-        "memory info:",
-        " System Summary (From: /proc/meminfo)",
-        "  MemTotal:        3855796 kB",
-        "-",
-        "",
-    ]
-    return "\n".join(out) + "\n"
-
-
-def _dump_lines(proc: ProcessDump, rng: np.random.Generator | None) -> list[str]:
-    """A process dump's lines after its ``----- pid`` line, up to its threads' end."""
-    out: list[str] = []
-    if proc.cmd_line is not None:
-        out.append(f"Cmd line: {proc.cmd_line}")
-    if rng is not None:
-        out += [
-            "Build fingerprint: 'mqoe/synth/phone:9/PKQ1.180904.001/V10.2.2.0:user/release'",
-            "ABI: 'arm64'",
-            "Build type: optimized",
-            f"Zygote loaded classes={int(rng.integers(4000, 9000))} post zygote classes=512",
-        ]
-    out.append("")
-    if proc.declared_threads is not None:
-        out.append(f"DALVIK THREADS ({proc.declared_threads}):")
-    for thread in proc.threads:
-        out += _thread_lines(thread, rng)
-        out.append("")
-    return out
-
-
-def _wchan_lines(proc: ProcessDump) -> list[str]:
-    """debuggerd_client's ``get_wchan_data`` layout (``state=`` since Android 14)."""
-    out = [f"----- Waiting Channels: pid {proc.pid} at {proc.time_text} -----"]
-    if proc.cmd_line is not None:
-        out.append(f"Cmd line: {proc.cmd_line}")
-    out.append("")
-    for t in proc.threads:
-        line = f"sysTid={t.sys_tid:<10d}"
-        if t.sched_state is not None:
-            line += f"state={t.sched_state}    "
-        out.append((line + (t.wchan or "")).rstrip())
-    out.append("")
-    if not proc.truncated:
-        out += [f"----- end {proc.pid} -----", ""]
-    return out
-
-
-def _hex(rng: np.random.Generator | None, digits: int) -> str:
-    value = 0 if rng is None else int(rng.integers(0, 1 << (4 * digits - 1)))
-    return f"0x{value:0{digits}x}"
-
-
-def _thread_lines(t: ThreadDump, rng: np.random.Generator | None) -> list[str]:
-    head = f'"{t.name}"' + (" daemon" if t.daemon else "")
-    head += f" prio={t.prio}" if t.prio is not None else ""
-    if t.tid is not None:
-        head += f" tid={t.tid}"
-    elif t.sys_tid is not None:
-        head += f" sysTid={t.sys_tid}"
-    head += f" {t.state}" if t.state else ""
-    lines = [head]
-    if t.tid is not None:
-        lines.append(
-            f'  | group="main" sCount=1 ucsCount=0 flags=1 obj={_hex(rng, 8)} self={_hex(rng, 16)}'
-        )
-    second = [f"sysTid={t.sys_tid}" if t.sys_tid is not None and t.tid is not None else ""]
-    second += [f"nice={t.nice}" if t.nice is not None else ""]
-    second += [f"cgrp={t.cgrp}" if t.cgrp is not None else ""]
-    if any(second):
-        lines.append(
-            "  | " + " ".join(p for p in second if p) + f" sched=0/0 handle={_hex(rng, 10)}"
-        )
-    third = [f"state={t.sched_state}" if t.sched_state is not None else ""]
-    if t.schedstat is not None:
-        third.append("schedstat=( {} {} {} )".format(*t.schedstat))
-    for key, value in (("utm", t.utm), ("stm", t.stm), ("core", t.core), ("HZ", t.hz)):
-        third.append(f"{key}={value}" if value is not None else "")
-    if any(third):
-        lines.append("  | " + " ".join(p for p in third if p))
-    locks = sorted(t.locks, key=lambda lock: lock.after_frame)
-    k = 0
-    native = 0
-    for i in range(len(t.frames) + 1):
-        while k < len(locks) and locks[k].after_frame <= i:
-            lines.append("  " + _lock_line(locks[k]))
-            k += 1
-        if i == len(t.frames):
-            break
-        frame = t.frames[i]
-        if frame.kind == "java":
-            lines.append(f"  at {frame.function}({frame.location})")
-        elif frame.kind == "native":
-            symbol = f" ({frame.function})" if frame.function else ""
-            prefix = "native: " if t.tid is not None else ""
-            lines.append(f"  {prefix}#{native:02d} pc {frame.pc}  {frame.location}{symbol}")
-            native += 1
-        else:
-            lines.append(f"  kernel: {frame.function}")
-    return lines
-
-
-def _lock_line(lock: LockOp) -> str:
-    target = f"<{lock.address}> (a {lock.type_name})" if lock.address else "an unknown object"
-    held = f" held by thread {lock.held_by}" if lock.held_by is not None else ""
-    return f"- {LOCK_TEXT[lock.kind]} {target}{held}"

@@ -1,0 +1,1 @@
+"""The root-cause families of the ANR generator, one module each (spec 04)."""
