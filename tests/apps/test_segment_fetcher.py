@@ -7,10 +7,11 @@ from collections.abc import Generator
 import numpy as np
 import pytest
 
-from mqoe.analysis.throughput_traces import ThroughputTrace, synthetic_manifest
+from mqoe.analysis.throughput_traces import ThroughputTrace
 from mqoe.apps.playback import PlaybackBuffer
 from mqoe.apps.streaming import SegmentFetcher, segment_bytes
 from mqoe.engine import Environment, Event, seconds
+from mqoe.generators.throughput_traces import synthetic_manifest
 from mqoe.policies.abr import Representation, make_rule
 from mqoe.policies.abr.base import Download
 from mqoe.workloads.trace_player import simulate_session
