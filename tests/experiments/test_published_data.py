@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from mqoe.errors import InputFileError, UserError
-from mqoe.experiments import EXPERIMENTS, coal_not_diamonds
+from mqoe.experiments import EXPERIMENTS, aging_glitching, coal_not_diamonds
 from mqoe.experiments import published as pub
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.published import Published, PublishedValues, UnknownKey
+from mqoe.results import MetricRow, read_metrics_csv
 
 EXPERIMENT_MODULES = (
     "coal_not_diamonds",
@@ -195,3 +196,28 @@ def test_coal_looks_up_every_value_of_its_file_and_nothing_else(
     monkeypatch.setattr(coal_not_diamonds, "PUBLISHED", recording)
     coal_not_diamonds.comparison_sections(_results(False, _flat), quick=False)
     assert recording.used == set(recording.values)
+
+
+def test_aging_looks_up_every_value_of_its_file_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recording = _Recording(pub.load("aging-glitching"))
+    monkeypatch.setattr(aging_glitching, "PUBLISHED", recording)
+    golden = Path(__file__).parents[1] / "golden" / "aging-glitching.metrics.csv"
+    # The quick run's slow frames are all ui_complex: add the other causes' rows.
+    causes = [
+        MetricRow("root-causes", "15-models", {"kind": "srff", "cause": c}, "share_pct", 1.0, "%")
+        for c in ("io_binder", "sched_delay")
+    ]
+    rows = aging_glitching.comparison_rows(read_metrics_csv(golden) + causes)
+    assert recording.used == set(recording.values)
+    knee = next(r for r in rows if r.section == "sd-threshold" and r.published != "holds")
+    assert knee.what.endswith("(GB; the study chose 6)") and knee.published == "6"
+
+
+def test_the_spiral_reads_its_top_rate_from_its_file() -> None:
+    from mqoe.experiments import downward_spiral
+
+    values = pub.load("downward-spiral")
+    assert set(values) == {"top_rate_kbps"}
+    assert downward_spiral.TOP_RATE_KBPS == values["top_rate_kbps"].value == 1750.0
