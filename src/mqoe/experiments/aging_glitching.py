@@ -23,8 +23,9 @@ Figures (``metrics.csv``, figure = the name):
 * ``anr-snr`` — the fleet (``mqoe run fleet``) under real-time and practical WAM;
 * ``root-causes`` — the cause shares of simulated slow frames and of fleet ANRs.
 
-``comparison.md`` sets the simulated numbers beside spec 04's published facts; those
-facts are only printed, never used to produce a simulated number.
+``comparison.md`` sets the simulated numbers beside spec 04's published facts (read from
+``published/aging-glitching.toml``); those facts are only printed, never used to produce
+a simulated number.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from mqoe.device.profiles import load_profile
+from mqoe.experiments import published
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
 from mqoe.experiments.parallel import map_jobs
@@ -285,8 +287,10 @@ def frame_cause_shares(slow: pd.DataFrame) -> dict[str, float]:
 
 
 # -- comparison -----------------------------------------------------------------------
-# The study's published facts, printed beside the simulated numbers (never used to make them).
+# The study's published facts (published/aging-glitching.toml), printed beside the
+# simulated numbers (never used to make them).
 SPEC = CITATIONS["aging-glitching"].short
+PUBLISHED = published.load("aging-glitching")
 
 
 class _Rows:
@@ -323,16 +327,19 @@ def comparison_rows(rows: list[MetricRow]) -> list[ComparisonRow]:
         with np.errstate(divide="ignore", invalid="ignore"):
             cuts = 100.0 * (1.0 - after / before)
         cut = float(np.nanmean(cuts)) if np.isfinite(cuts).any() else math.nan
+        mean, lo, hi = (PUBLISHED[f"srff_cut_pct/ruir/{k}"] for k in ("mean", "min", "max"))
         out.append(ComparisonRow.numeric(
-            "ruir", "SR/FF cut by trimming redundant layers (mean over apps, %)", 27.0, cut,
-            tolerance="11–32", met=11.0 <= cut <= 32.0, source=SPEC))  # fmt: skip
+            "ruir", "SR/FF cut by trimming redundant layers (mean over apps, %)", mean.value,
+            cut, tolerance=f"{lo.value:g}–{hi.value:g}", met=lo.value <= cut <= hi.value,
+            source=mean.source))  # fmt: skip
     causes = {k: v for k, v in t.by("root-causes", "share_pct", "cause").items()
               if k in ("ui_complex", "io_binder", "sched_delay")}  # fmt: skip
-    for cause, published in (("ui_complex", 61.0), ("io_binder", 28.0), ("sched_delay", 11.0)):
+    for cause in ("ui_complex", "io_binder", "sched_delay"):
         if cause in causes:
+            fact = PUBLISHED[f"srff_cause_share_pct/{cause}"]
             out.append(ComparisonRow.numeric(
-                "root-causes", f"SR/FF cause share: {cause} (%)", published, causes[cause],
-                tolerance="", met=None, source=SPEC))  # fmt: skip
+                "root-causes", f"SR/FF cause share: {cause} (%)", fact.value, causes[cause],
+                tolerance="", met=None, source=fact.source))  # fmt: skip
     little = t.one("sf-cpuset", "srff_pct", sf_cpuset="little")
     big = t.one("sf-cpuset", "srff_pct", sf_cpuset="big_when_little_saturated")
     # The slow frames the fix targets (every LITTLE core busy, a big core idle); "almost
@@ -346,15 +353,14 @@ def comparison_rows(rows: list[MetricRow]) -> list[ComparisonRow]:
             simulated=f"SR/FF {little:.2f}% → {big:.2f}%; such slow frames: {share:.2f}%",
             source=SPEC))  # fmt: skip
     out += _wam_rows(t)
-    for wam, facts in (("realtime", ((1.5, "anr_per_phone"), (0.04, "snr_per_phone"),
-                                      (50.0, "phones_without_anr_pct"),
-                                      (97.0, "phones_without_snr_pct"))),):  # fmt: skip
-        for published, metric in facts:
-            value = t.one("anr-snr", metric, policy=wam)
-            if math.isfinite(value):
-                out.append(ComparisonRow.numeric(
-                    "anr-snr", f"Fleet, {wam} WAM: {metric}", published, value,
-                    tolerance="", met=None, source=SPEC + " population facts"))  # fmt: skip
+    wam = "realtime"  # the fleet as the study measured it, before practical WAM
+    for metric in ("anr_per_phone", "snr_per_phone", "phones_without_anr_pct",
+                   "phones_without_snr_pct"):  # fmt: skip
+        value, fact = t.one("anr-snr", metric, policy=wam), PUBLISHED[f"fleet/{wam}/{metric}"]
+        if math.isfinite(value):
+            out.append(ComparisonRow.numeric(
+                "anr-snr", f"Fleet, {wam} WAM: {metric}", fact.value, value,
+                tolerance="", met=None, source=fact.source))  # fmt: skip
     real = t.one("anr-snr", "wam_anr_share_pct", policy="realtime")
     fixed = t.one("anr-snr", "wam_anr_share_pct", policy="practical")
     if math.isfinite(real) and math.isfinite(fixed):
@@ -415,11 +421,11 @@ def _wam_rows(t: _Rows) -> list[ComparisonRow]:
         out.append(ComparisonRow.shape(
             "sd-threshold", "… and costs write speed (more write amplification)",
             wa[hi] > wa[lo], simulated=f"WA {wa[lo]:.2f} → {wa[hi]:.2f}", source=SPEC))  # fmt: skip
-    knee = sd_knee(trim, wa)
+    knee, chosen = sd_knee(trim, wa), PUBLISHED["sd_knee_gb"]
     if knee is not None:
         out.append(ComparisonRow.numeric(
-            "sd-threshold", "the trade-off's knee, S_d (GB; the study chose 6)", 6.0, knee,
-            tolerance="", met=None, source=SPEC))  # fmt: skip
+            "sd-threshold", f"the trade-off's knee, S_d (GB; the study chose {chosen.value:g})",
+            chosen.value, knee, tolerance="", met=None, source=chosen.source))  # fmt: skip
     return out
 
 
