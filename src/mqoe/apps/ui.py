@@ -262,7 +262,7 @@ class ViewHierarchy:
     """Concrete views on a screen, in paint order (pre-order, parents first).
 
     Built from templates by :meth:`from_specs`; every geometric question (overdraw,
-    hidden layers) goes through :func:`mqoe.analysis.layout.overdraw`, the exact count
+    hidden layers) goes through :func:`mqoe.metrics.overdraw`, the exact count
     the real-dump analyser uses, so simulated and measured overdraw mean the same."""
 
     def __init__(self, nodes: Sequence[ViewNode], screen: tuple[int, int]) -> None:
