@@ -74,15 +74,8 @@ class VideoApp:
         segment_s: float,
         buffer_max_s: float,
     ) -> None:
-        if video_s <= 0 or segment_s <= 0 or buffer_max_s < segment_s:
-            raise ValueError("need video_s > 0, segment_s > 0 and buffer_max_s ≥ segment_s")
         self.env = env
         self.http = http
-        self.rule = rule
-        self.ladder = tuple(ladder)
-        self.video_s = video_s
-        self.segment_s = segment_s
-        self.buffer_max_s = buffer_max_s
         self.segments: list[VideoSegment] = []
         self.started_ns = env.now
         self.first_frame_ns = -1
@@ -91,7 +84,7 @@ class VideoApp:
         self.playback = PlaybackBuffer(lambda: env.now)
         self.done = Event(env)
         self.fetcher = SegmentFetcher(
-            env, rule, self.ladder, segment_s=segment_s, buffer_max_s=buffer_max_s,
+            env, rule, ladder, segment_s=segment_s, buffer_max_s=buffer_max_s,
             buffer=self.playback.level_s, fetch=http_fetch(http), on_segment=self._on_segment,
             media_s=video_s,
         )  # fmt: skip
