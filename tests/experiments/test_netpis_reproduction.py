@@ -35,7 +35,7 @@ def test_quick_reproduction_writes_files(quick_out: Path) -> None:
     for stem in ("netpis-seq", "netpis-service", "netpis-memory"):
         for suffix in (".png", ".svg"):
             assert (quick_out / (stem + suffix)).stat().st_size > 0
-    assert "## Spec 05's shape" in (quick_out / "summary.md").read_text()
+    assert "## The study's shape" in (quick_out / "summary.md").read_text()
     rows = read_comparison_csv(quick_out / "comparison.csv")
     assert {r.tolerance for r in rows} == {"shape"}
     assert {r.verdict for r in rows} <= {"met", "not met"}

@@ -458,7 +458,7 @@ def comparison_markdown(rows: list[MetricRow], quick: bool) -> str:
     lines = [
         f"# aging-glitching: published vs simulated{' (quick)' if quick else ''}",
         "",
-        "Spec 04's facts beside the simulated numbers (they are printed, never used to make "
+        "The study's facts beside the simulated numbers (they are printed, never used to make "
         "them). Rows marked *reference* have no tolerance; shapes are checked as stated.",
         "",
         f"**{met} of {len(checked)} checked rows met.**",

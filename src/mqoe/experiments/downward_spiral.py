@@ -211,7 +211,7 @@ def summary_markdown(results: list[tuple[Case, RunRecord]], quick: bool) -> str:
         f"# downward-spiral{' (quick)' if quick else ''}\n\n"
         f"Profile {PROFILE}, seed {SEED}. Rates in kbit/s, averaged after a 60 s settling "
         "time in each phase.\n\n"
-        f"{_markdown_table(table)}\n\n## Spec 03's shape\n\n{checks}\n"
+        f"{_markdown_table(table)}\n\n## The study's shape\n\n{checks}\n"
     )
 
 

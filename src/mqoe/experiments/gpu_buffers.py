@@ -196,7 +196,7 @@ def summary_markdown(table: pd.DataFrame, quick: bool, seeds: int) -> str:
         f"Nexus 5 as the paper's phone (Android 4.4, minfree LMK, no swap), app-switching "
         f"workload, means over {seeds} seeds per condition.\n\n"
         + "\n".join(lines)
-        + f"\n\n## Spec 02's shape\n\n{checks}\n"
+        + f"\n\n## The study's shape\n\n{checks}\n"
     )
 
 

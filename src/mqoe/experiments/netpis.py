@@ -435,7 +435,7 @@ def summary_markdown(t: dict[str, pd.DataFrame], checks: list[ComparisonRow], qu
         f"## Processing cost\n\nOne NetPIS-R decision takes {cost_us:.2f} µs in Python on "
         "this machine (wall clock, measured outside the model); the kernel version is a "
         "few dozen integer operations per packet.\n\n"
-        f"## Spec 05's shape\n\n{lines}\n"
+        f"## The study's shape\n\n{lines}\n"
     )
 
 
