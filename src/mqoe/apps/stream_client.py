@@ -47,19 +47,12 @@ class StreamingClient:
         buffer_max_s: float = 240.0,
         name: str = "video",
     ) -> None:
-        if buffer_max_s < segment_s:
-            raise ValueError("the buffer must hold at least one segment")
         self.env = env
         self.http = http
-        self.rule = rule
-        self.ladder = tuple(ladder)
-        self.segment_s = segment_s
-        self.buffer_max_s = buffer_max_s
-        self.name = name
         self.segments: list[SegmentRecord] = []
         self.playback = PlaybackBuffer(lambda: env.now)
         self.fetcher = SegmentFetcher(
-            env, rule, self.ladder, segment_s=segment_s, buffer_max_s=buffer_max_s,
+            env, rule, ladder, segment_s=segment_s, buffer_max_s=buffer_max_s,
             buffer=self.playback.level_s, fetch=http_fetch(http), on_segment=self._on_segment,
         )  # fmt: skip
         self.downloads = self.fetcher.downloads
