@@ -33,7 +33,8 @@ from mqoe.generators.anr.degraded import (
 from mqoe.generators.anr.event import synth_anr
 from mqoe.generators.anr.scenarios import FAMILY_VARIANTS
 
-# The example of spec 06, verbatim (including its "…" line number).
+# A hand-written file in Android's ANR trace format (`/data/anr/traces.txt`), with a "…" in
+# place of one line number (kept as that frame's location).
 SPEC_EXAMPLE = """\
 ----- pid 4321 at 2024-03-18 14:02:11.123456789+0800 -----
 Cmd line: com.example.app

@@ -1,4 +1,4 @@
-"""View-hierarchy overdraw (spec 04): hand-computed screens, brute force per pixel, safe
+"""View-hierarchy overdraw: hand-computed screens, brute force per pixel, safe
 parsing of uiautomator XML and JSON, and the CLI."""
 
 from __future__ import annotations

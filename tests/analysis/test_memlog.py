@@ -1,4 +1,5 @@
-"""Memory-signal logs (spec 01 §7): hand-made files, hand-computed statistics, errors by line."""
+"""Memory-signal logs (Coal Not Diamonds' logger): hand-made files, hand-computed statistics,
+errors by line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Packet captures (spec 05): bytes received per TCP flow from synthetic and hand-built
+"""Packet captures: bytes received per TCP flow from synthetic and hand-built
 captures, every container and link type, damaged files, and the CLI."""
 
 from __future__ import annotations

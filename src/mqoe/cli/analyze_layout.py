@@ -1,4 +1,5 @@
-"""``mqoe analyze layout``: view-hierarchy overdraw (spec 04 §Rendering)."""
+"""``mqoe analyze layout``: view-hierarchy overdraw (redundant UI rendering, as in the
+Android responsiveness study, MobiCom 2020)."""
 
 from __future__ import annotations
 

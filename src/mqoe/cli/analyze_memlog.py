@@ -1,4 +1,5 @@
-"""``mqoe analyze memlog``: memory-signal logs of many phones (spec 01 §7)."""
+"""``mqoe analyze memlog``: memory-signal logs of many phones (the logger format of the
+memory-pressure study, Coal Not Diamonds, CoNEXT 2022)."""
 
 from __future__ import annotations
 

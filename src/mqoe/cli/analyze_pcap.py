@@ -1,4 +1,5 @@
-"""``mqoe analyze pcap``: TCP sequence-number growth per flow (spec 05)."""
+"""``mqoe analyze pcap``: TCP sequence-number growth per flow, the measure NetPIS (2015) was
+judged by."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``mqoe analyze systrace``: ftrace/atrace/systrace text from real phones (spec 04, 06)."""
+"""``mqoe analyze systrace``: ftrace/atrace/systrace text from real phones."""
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ def synthesize_phone(
     entries use a random level among 0/20/40/60/80). Utilisation is
     ``normal_utilisation`` in Normal and 0.80/0.86/0.92 under pressure, ± 2 % noise;
     power save, battery low and music stay 0. Illustrative only: never a source of
-    spec 01's facts.
+    the memory-pressure study's facts (Coal Not Diamonds, CoNEXT 2022).
     """
     if not (math.isfinite(hours) and hours > 0):
         raise UserError(f"hours must be > 0, got {hours}")

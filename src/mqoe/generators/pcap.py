@@ -1,5 +1,6 @@
-"""A **synthetic** capture of spec 05's setting written with ``dpkt`` (:func:`synth_pcap`):
-foreground and background downloads with known answers, for tests and demos."""
+"""A **synthetic** capture of the NetPIS setting (2015) written with ``dpkt``
+(:func:`synth_pcap`): foreground and background downloads with known answers, for tests
+and demos."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def synth_pcap(
     capture_loss: bool = False,
     noise: bool = True,
 ) -> dict[str, SynthFlow]:
-    """Write a **synthetic** capture of spec 05's setting with ``dpkt``: a foreground
+    """Write a **synthetic** capture of the NetPIS setting with ``dpkt``: a foreground
     download (``fg``, port 443, from 20 % to 70 % of ``duration_s``) and a background one
     (``bg``, port 80, the whole time) to one phone, with handshakes, the phone's ACKs
     (one per two segments) and FINs. The foreground's ISN makes its sequence number wrap

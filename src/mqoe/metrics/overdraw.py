@@ -1,7 +1,8 @@
-"""Exact GPU overdraw of a view hierarchy (spec 04 §Rendering): how many times each pixel
-is painted in a frame, from a flat list of :class:`ViewNode` (the geometry rules are in
-:mod:`mqoe.analysis.layout`). One pure function shared by the layout analyser and the
-simulator's UI model (draw cost ∝ :attr:`OverdrawStats.pixels_drawn`).
+"""Exact GPU overdraw of a view hierarchy (what Android's "Debug GPU overdraw" shows): how
+many times each pixel is painted in a frame, from a flat list of :class:`ViewNode` (the
+geometry rules are in :mod:`mqoe.analysis.layout`). One pure function shared by the
+layout analyser and the simulator's UI model (draw cost ∝
+:attr:`OverdrawStats.pixels_drawn`).
 
 Overdraw levels (Android's names, :data:`LEVELS`): a pixel painted *k* times has
 overdraw *k − 1*: ``0x`` = painted once, ``1x`` twice (blue), ``2x`` three times (green),

@@ -1,4 +1,5 @@
-"""Clustering of ANR events at a similarity threshold (spec 04, pipeline steps 3–4).
+"""Clustering of ANR events at a similarity threshold (steps 3–4 of the root-cause pipeline
+of the Android responsiveness study, "Aging or Glitching?", MobiCom 2020).
 
 **Definition.** The clusters are the connected components of the graph whose nodes are
 the events and whose edges join two events with ``similarity ≥ threshold``

@@ -1,4 +1,5 @@
-"""Stack normalisation, feature vectors and similarity (spec 04, pipeline steps 2–3).
+"""Stack normalisation, feature vectors and similarity (steps 2–3 of the root-cause pipeline
+of the Android responsiveness study, "Aging or Glitching?", MobiCom 2020).
 
 **Normalisation.** Every frame string goes through :data:`NORMALISATION_RULES`, an
 *ordered* list of regular expressions (offsets before argument lists, lambdas before

@@ -1,4 +1,5 @@
-"""The wait-for graph of one ANR event and its critical thread(s) (spec 04, pipeline step 1).
+"""The wait-for graph of one ANR event and its critical thread(s) (step 1 of the root-cause
+pipeline of the Android responsiveness study, "Aging or Glitching?", MobiCom 2020).
 
 Nodes are threads, named ``(process index, thread index)`` in file order. A thread has
 at most one successor, chosen by the first rule that applies:

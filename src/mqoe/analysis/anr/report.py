@@ -1,5 +1,6 @@
 """From files to a cluster report: per-event summaries, root-cause families, clusters,
-nearest/furthest samples and the Zipf fit of events per app (spec 04, pipeline 1–5)."""
+nearest/furthest samples and the Zipf fit of events per app (steps 1–5 of the root-cause
+pipeline of the Android responsiveness study, "Aging or Glitching?", MobiCom 2020)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``dumpsys gfxinfo`` output pulled from real phones (spec 06, spec 04 §Rendering): the
+"""``dumpsys gfxinfo <package> framestats`` output pulled from real phones: the
 per-frame ``framestats`` rows and the platform's summary lines, turned into slow (SR) and
 frozen (FF) frame counts by the one definition in :mod:`mqoe.metrics.jank` — naive and
 buffer-aware — per window and per process, plus a stage breakdown and the temporal
@@ -111,8 +111,8 @@ two or more windows drew; ``window_frames`` the frames before this merge. The du
 process summary counts every window's frame (and windows gone since), so it can exceed
 both; it is reported beside (``reported_*``), as each window's summary is in ``windows``.
 
-Buffer-aware SR/FF (spec 04 §Rendering)
----------------------------------------
+Buffer-aware SR/FF (triple buffering, as in the Android responsiveness study, MobiCom 2020)
+-------------------------------------------------------------------------------------------
 A slow frame is a true drop only if the screen had nothing new to show at the V-Sync it
 missed. Each normal frame is judged by the first rule its columns allow:
 

@@ -1,4 +1,5 @@
-"""View-hierarchy dumps: node count, depth and exact GPU overdraw (spec 04 §Rendering).
+"""View-hierarchy dumps: node count, depth and exact GPU overdraw (the redundant-rendering
+findings of the Android responsiveness study, "Aging or Glitching?", MobiCom 2020).
 
 Android draws a window's views bottom-up (painter's algorithm): each view that draws
 something paints its whole visible rectangle, and opaque upper layers hide — but do not
@@ -19,8 +20,8 @@ Overdraw levels (Android's names)
 A pixel painted *k* times has overdraw *k − 1*: ``0x`` = painted once (true colour),
 ``1x`` = twice (blue), ``2x`` = three times (green), ``3x`` = four times (pink),
 ``4+x`` = five or more times (red). Pixels painted zero times are ``undrawn``. The **mean
-overdraw factor** is the mean number of paints per screen pixel (1.0 is the ideal;
-spec 04's mail-app list items reached > 4).
+overdraw factor** is the mean number of paints per screen pixel (1.0 is the ideal; in the
+responsiveness study a mail app's list items reached > 4).
 
 Geometry rules
 --------------
@@ -31,8 +32,8 @@ paints one layer over its clipped rectangle when it *draws*, is visible and has
 ``alpha > 0``, and all its ancestors are visible with ``alpha > 0`` (a translucent view's
 offscreen layer is not counted). Paint order is document (pre-order) order. A drawing
 node's **hidden** pixels are those covered later by an opaque layer: drawn for nothing
-(spec 04's "redundant UI rendering"); a drawing node whose every pixel is hidden is a
-**candidate redundant layer**.
+(the responsiveness study's "redundant UI rendering"); a drawing node whose every pixel
+is hidden is a **candidate redundant layer**.
 
 Screen size (:func:`screen_size`)
 ---------------------------------

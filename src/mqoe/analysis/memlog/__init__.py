@@ -1,11 +1,11 @@
-"""Memory-signal logs from real phones (spec 01 §7): parse, clean, and summarise a fleet.
+"""Memory-signal logs from real phones: parse, clean, and summarise a fleet.
 
-The study's logger app wrote, per phone, a text file of tagged lines; a companion
-configuration file holds the phone's ``C:`` line. This package reads such files into
-tidy DataFrames (:func:`load_phone`) and computes the per-phone and population
-statistics of spec 01 (:func:`analyze`); synthetic logs in the same format, for tests
-and demos, come from :mod:`mqoe.generators.memlog`. Pure numpy/pandas; analysis never
-imports the engine.
+The memory-pressure study (Coal Not Diamonds, CoNEXT 2022) ran a logger app that wrote,
+per phone, a text file of tagged lines; a companion configuration file holds the phone's
+``C:`` line. This package reads such files into tidy DataFrames (:func:`load_phone`)
+and computes the per-phone and population statistics of that study (:func:`analyze`);
+synthetic logs in the same format, for tests and demos, come from
+:mod:`mqoe.generators.memlog`. Pure numpy/pandas; analysis never imports the engine.
 
 Modules: :mod:`.model` (values and names), :mod:`.read` (finding files, reading text),
 :mod:`.parse` (one file), :mod:`.load` (a phone's files merged), :mod:`.stats`
@@ -108,8 +108,8 @@ running — phone asleep or off, logger killed); the last sample stands for noth
 * **Cleaning rule**: a phone is kept only with a configuration (``totalMem``) and more
   than ``min_interactive_hours`` (default 10) of interactive time; dropped phones
   stay in the ``phones`` table with the reason.
-* Population shares are over kept phones: median utilisation ≥ 60 % and ≥ 75 % (spec
-  01 says "above 75 %"; with continuous values the two agree), ≥ 1
+* Population shares are over kept phones: median utilisation ≥ 60 % and ≥ 75 % (the
+  study says "above 75 %"; with continuous values the two agree), ≥ 1
   Moderate/Low/Critical signal per interactive hour, > 10 Critical per hour.
   Medians and 75th percentiles use numpy's linear interpolation.
 

@@ -18,7 +18,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 ObjArray = npt.NDArray[np.object_]
 
-#: ``ComponentCallbacks2`` levels (spec 06) plus the logger's 0 = "none".
+#: Android's ``ComponentCallbacks2`` trim levels plus the logger's 0 = "none".
 TRIM_LEVELS = (0, 5, 10, 15, 20, 40, 60, 80)
 STATES = ("Normal", "Moderate", "Low", "Critical")
 _STATE_OF_LEVEL = np.zeros(81, dtype=np.int64)  # trim level → index into STATES

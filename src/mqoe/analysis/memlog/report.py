@@ -1,5 +1,6 @@
-"""The fleet report of spec 01 (:func:`analyze`): per-phone rows, population shares,
-state transitions and dwell times, beside the published facts."""
+"""The fleet report (:func:`analyze`) of the memory-pressure study (Coal Not Diamonds,
+CoNEXT 2022): per-phone rows, population shares, state transitions and dwell times,
+beside the published facts."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from mqoe.analysis.memlog.stats import (
 )
 from mqoe.errors import UserError
 
-#: Spec 01's published population facts, keyed like :meth:`MemlogReport.summary`.
+#: The population facts Coal Not Diamonds (CoNEXT 2022) published, keyed like
+#: :meth:`MemlogReport.summary`.
 #: Shares are fractions of phones; the dwell times are the 75th percentile of the time
 #: spent in Critical before moving to Low / to Normal.
 SPEC01_POPULATION_FACTS: dict[str, float] = {
@@ -128,7 +130,7 @@ class MemlogReport:
         return out
 
     def comparison(self) -> pd.DataFrame:
-        """metric, label, computed, published (spec 01; NaN where it gives none)."""
+        """metric, label, computed, published (Coal Not Diamonds; NaN where it gives none)."""
         summary = self.summary()
         return pd.DataFrame(
             {
@@ -147,7 +149,8 @@ def analyze(
     max_gap_s: float = 30.0,
     utilisation_over: Literal["interactive", "all"] = "interactive",
 ) -> MemlogReport:
-    """Per-phone and population statistics of spec 01 §7 (definitions: package docstring).
+    """Per-phone and population statistics of the memory-pressure study's signal logs
+    (definitions: package docstring).
 
     ``min_interactive_hours``: the cleaning rule (kept phones have strictly more).
     ``max_gap_s``: the longest time one sample stands for; longer silences censor runs.

@@ -1,5 +1,6 @@
-"""Per-phone statistics of spec 01: the timeline of states (gaps over ``max_gap_s`` are
-unknown), time per state, and one row per phone (:data:`PHONE_COLUMNS`)."""
+"""Per-phone statistics of the memory-pressure study (Coal Not Diamonds, CoNEXT 2022): the
+timeline of states (gaps over ``max_gap_s`` are unknown), time per state, and one row per
+phone (:data:`PHONE_COLUMNS`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Packet captures → TCP sequence-number growth (bytes received) per flow (spec 05).
+"""Packet captures (pcap/pcapng) → TCP sequence-number growth (bytes received) per flow.
 
-NetPIS is judged by how fast each download's sequence number grows: the foreground
+NetPIS (2015) is judged by how fast each download's sequence number grows: the foreground
 video's against the background app-store download's. :func:`read_capture` streams a
 capture once and returns, per TCP flow direction, a time series of bytes received and a
 summary; :func:`mqoe.generators.pcap.synth_pcap` writes a capture with known answers

@@ -1,5 +1,6 @@
-"""ftrace / atrace / systrace text (spec 06): thread states, preemptions, frames, critical
-paths and the causes of slow frames, from files pulled from real phones.
+"""ftrace / atrace / systrace text (the kernel's ftrace text format, as atrace and systrace
+write it): thread states, preemptions, frames, critical paths and the causes of slow
+frames, from files pulled from real phones.
 
 The parser streams the file once and feeds the same input tables as simulated runs to
 :mod:`mqoe.metrics.sched` and :mod:`mqoe.metrics.jank`, so real and simulated numbers

@@ -4,14 +4,16 @@ Modules: :mod:`.vocabulary` (text templates, from ``templates/anr.toml``),
 :mod:`.scenarios` (families and variants), :mod:`.threads` (random details),
 :mod:`.event` (one file), :mod:`.degraded` (other containers), :mod:`.fleet` (many files).
 
-:func:`synth_anr` builds one event of a root-cause *family* (spec 04) and *variant* as a
-structured :class:`~mqoe.analysis.anr.model.AnrFile` — the app process first, then
+:func:`synth_anr` builds one event of a root-cause *family* (those the Android
+responsiveness study found, MobiCom 2020) and *variant* as a structured
+:class:`~mqoe.analysis.anr.model.AnrFile` — the app process first, then
 ``system_server`` (with idle and busy Binder threads) and sometimes ``surfaceflinger``
-(native threads in the ``"name" sysTid=N`` style) — and renders it in the exact format
-of spec 06. What varies from file to file: pids, tids, sysTids, monitor addresses, pcs,
-offsets, line numbers, lambda and anonymous-class numbers, dates (new and old styles),
-CPU times, noise threads and their number, 32/64-bit libraries, kernel stack lines.
-The truth says which threads are critical, by construction (not by the analyser).
+(native threads in the ``"name" sysTid=N`` style) — and renders it in Android's ANR
+trace format (``/data/anr/traces.txt``). What varies from file to file: pids, tids,
+sysTids, monitor addresses, pcs, offsets, line numbers, lambda and anonymous-class
+numbers, dates (new and old styles), CPU times, noise threads and their number,
+32/64-bit libraries, kernel stack lines. The truth says which threads are critical, by
+construction (not by the analyser).
 
 :func:`write_synth_dir` writes N such files with apps drawn from a Zipf-like law.
 

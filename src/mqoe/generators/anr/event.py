@@ -1,5 +1,6 @@
 """One synthetic ANR event (:func:`synth_anr`): a scenario with noise threads, rendered
-in the exact format of spec 06, and its ground truth (:class:`SynthTruth`)."""
+in Android's ANR trace format (``/data/anr/traces.txt``), and its ground truth
+(:class:`SynthTruth`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The root-cause scenarios of the ANR generator: per family (spec 04) and variant,
-the threads of the app and of ``system_server`` that make the event, which of them are
-critical, and the monitors they wait on."""
+"""The root-cause scenarios of the ANR generator: per family (those the Android
+responsiveness study found, MobiCom 2020) and variant, the threads of the app and of
+``system_server`` that make the event, which of them are critical, and the monitors they
+wait on."""
 
 from __future__ import annotations
 
