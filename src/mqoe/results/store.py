@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import secrets
@@ -51,21 +52,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mqoe.errors import UserError
+from mqoe.results import files as layout
 from mqoe.results.atomic import (
     atomic_write,
     atomic_write_bytes,
     atomic_write_parquet,
     unlink_durably,
 )
+from mqoe.results.files import GONE, RETRIES, RUN_ID, SUFFIX
 
-_RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
-_SUFFIX = ".parquet"
-_GONE = ".gone"  # marks a re-run's version in a table the new record does not have
 _VERSION_KEY = b"mqoe.version"  # in a runs/ file's Parquet metadata: its tables' version
-# atomic_write's temporaries, and ensure_output_dir's probe; the pid is the writer's.
-_TEMPORARY = re.compile(r"\..+\.tmp-(?P<pid>\d+)-[0-9a-f]+")
-_PROBE = re.compile(r"\.mqoe-write-probe-(?P<pid>\d+)-[0-9a-f]+")
+_TAGS_KEY = b"mqoe.tags"  # … and which of its text columns are tags (a JSON list)
 _QUOTED_PARQUET = re.compile(r"'([^']+\.parquet)'")  # how DuckDB names a file in errors
 QUARANTINE = ".quarantine"
 
@@ -161,19 +159,20 @@ class ResultsStore:
         row = _summary_row(record)
         run_id = record.run_id
         tables = {name: _tagged_table(run_id, name, df) for name, df in record.tables.items()}
-        runs_file = self._runs_dir / (run_id + _SUFFIX)
+        runs_file = self._runs_dir / (run_id + SUFFIX)
+        tags = list(record.tags)
         if runs_file.is_file():
-            self._replace(run_id, row, tables)
+            self._replace(run_id, row, tables, tags)
         else:
-            self._write_new(run_id, row, tables)
-        unlink_durably(self._failures_dir / (run_id + _SUFFIX))  # a retry that succeeded
+            self._write_new(run_id, row, tables, tags)
+        unlink_durably(self._failures_dir / (run_id + SUFFIX))  # a retry that succeeded
         return runs_file
 
     def _write_new(
-        self, run_id: str, row: pd.DataFrame, tables: Mapping[str, pd.DataFrame]
+        self, run_id: str, row: pd.DataFrame, tables: Mapping[str, pd.DataFrame], tags: list[str]
     ) -> None:
         """A run not committed yet: tables under their plain names, then its row."""
-        filename = run_id + _SUFFIX
+        filename = run_id + SUFFIX
         for name, df in tables.items():
             atomic_write_parquet(self._tables_dir / name / filename, df)
         # An earlier attempt that died before its row may have left other tables.
@@ -181,21 +180,24 @@ class ResultsStore:
             stale = directory / filename
             if directory.name not in tables and stale.is_file():
                 unlink_durably(stale)
-                _remove_if_empty(directory)
-        _write_row(self._runs_dir / filename, row, version="")
+                layout.remove_if_empty(directory)
+        _write_row(self._runs_dir / filename, row, version="", tags=tags)
 
-    def _replace(self, run_id: str, row: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> None:
+    def _replace(
+        self, run_id: str, row: pd.DataFrame, tables: Mapping[str, pd.DataFrame], tags: list[str]
+    ) -> None:
         """A committed run: the new version's tables beside the old ones, then its row
         (the commit), then the old version's files go, its ``.gone`` marker last."""
         version = f"{os.getpid()}-{secrets.token_hex(4)}"
         old_tables = sorted({path.parent.name for path, _ in self._files_of(run_id)})
         try:
             for name, df in tables.items():
-                atomic_write_parquet(self._tables_dir / name / _versioned(run_id, version), df)
+                path = self._tables_dir / name / layout.versioned(run_id, version)
+                atomic_write_parquet(path, df)
             if not tables and old_tables:  # else queries would take the old files as current
-                marker = self._tables_dir / old_tables[0] / f"{run_id}~{version}{_GONE}"
+                marker = self._tables_dir / old_tables[0] / f"{run_id}~{version}{GONE}"
                 atomic_write_bytes(marker, b"")
-            _write_row(self._runs_dir / (run_id + _SUFFIX), row, version)
+            _write_row(self._runs_dir / (run_id + SUFFIX), row, version, tags)
         except BaseException:
             if self._version_of(run_id) != version:  # not committed: drop what was staged
                 with contextlib.suppress(OSError):
@@ -208,26 +210,70 @@ class ResultsStore:
             if file_version != version:
                 unlink_durably(path)
         for path, file_version in files:
-            if file_version == version and path.suffix == _GONE:
+            if file_version == version and path.suffix == GONE:
                 unlink_durably(path)
         for directory in {path.parent for path, _ in files}:
-            _remove_if_empty(directory)
+            layout.remove_if_empty(directory)
+
+    def read(self, run_id: str) -> RunRecord:
+        """The committed run ``run_id`` as the :class:`RunRecord` that was stored: its
+        metrics, tags and tables (without the store's ``run_id`` column). Raises
+        ``UserError`` if no such run is committed or its files cannot be read."""
+        path = self._runs_dir / (run_id + SUFFIX)
+        try:
+            row_table = pq.read_table(path)
+            metadata = row_table.schema.metadata or {}
+            version = metadata.get(_VERSION_KEY, b"").decode("utf-8", "replace")
+            tables = {}
+            for directory in self._table_dirs():
+                name = layout.versioned(run_id, version) if version else run_id + SUFFIX
+                if (directory / name).is_file():
+                    frame = pq.read_table(directory / name).to_pandas()
+                    tables[directory.name] = frame.drop(columns="run_id")
+        except FileNotFoundError:
+            if path.is_file():  # a table replaced under us by a concurrent writer
+                return self.read(run_id)
+            raise UserError(f"no run {run_id!r} is stored under {self.root}") from None
+        except (OSError, pa.ArrowException) as exc:
+            raise UserError(f"cannot read run {run_id!r}: {layout.first_line(exc)}") from None
+        row = row_table.to_pylist()[0]
+        fixed = {name: row.pop(name) for name in FIXED_COLUMNS}
+        if _TAGS_KEY in metadata:
+            tag_names = json.loads(metadata[_TAGS_KEY])
+        else:  # written before tags were named in the metadata: the sweep's own tags
+            tag_names = [name for name in ("sweep", "sweep_id") if name in row]
+        tags = {name: row.pop(name) for name in tag_names}
+        return RunRecord(
+            run_id=fixed["run_id"],
+            scenario=fixed["scenario"],
+            profile=fixed["profile"],
+            seed=fixed["seed"],
+            params=json.loads(fixed["params"]),
+            mqoe_version=fixed["mqoe_version"],
+            started_utc=fixed["started_utc"],
+            wall_time_s=fixed["wall_time_s"],
+            sim_duration_s=fixed["sim_duration_s"],
+            # Arrow writes a float NaN as null; a metric is never None (refused on write).
+            metrics={name: math.nan if value is None else value for name, value in row.items()},
+            tables=tables,
+            tags=tags,
+        )
 
     def write_failure(self, run_id: str, row: Mapping[str, object]) -> Path:
         """Record that run ``run_id`` raised: ``row`` (its inputs and the error, plain
         values) becomes ``failures/<run_id>.parquet``, queried as the view ``failures``.
         The run stays uncommitted, so a resumed sweep tries it again."""
-        if not _RUN_ID.fullmatch(run_id):
+        if not RUN_ID.fullmatch(run_id):
             raise ValueError(f"run_id {run_id!r} must match [A-Za-z0-9_.-]+")
         frame = pd.DataFrame({"run_id": [run_id], **{k: [v] for k, v in row.items()}})
-        return atomic_write_parquet(self._failures_dir / (run_id + _SUFFIX), frame)
+        return atomic_write_parquet(self._failures_dir / (run_id + SUFFIX), frame)
 
     def write_sweep(self, sweep_id: str, row: Mapping[str, object]) -> Path:
         """Describe a sweep: ``row`` becomes ``sweeps/<sweep_id>.parquet`` (view ``sweeps``)."""
-        if not _RUN_ID.fullmatch(sweep_id):
+        if not RUN_ID.fullmatch(sweep_id):
             raise ValueError(f"sweep_id {sweep_id!r} must match [A-Za-z0-9_.-]+")
         frame = pd.DataFrame({"sweep_id": [sweep_id], **{k: [v] for k, v in row.items()}})
-        return atomic_write_parquet(self._sweeps_dir / (sweep_id + _SUFFIX), frame)
+        return atomic_write_parquet(self._sweeps_dir / (sweep_id + SUFFIX), frame)
 
     def run_ids(self) -> set[str]:
         """Ids of the committed runs (empty for a new store); cheap: a directory listing."""
@@ -235,8 +281,8 @@ class ResultsStore:
 
     def failure_ids(self) -> set[str]:
         """Ids of the runs recorded as failed (a directory listing)."""
-        files = self._readable(_parquet_files(self._failures_dir))
-        return {path.name.removesuffix(_SUFFIX) for path in files}
+        files = self._readable(layout.parquet_files(self._failures_dir))
+        return {path.name.removesuffix(SUFFIX) for path in files}
 
     def runs(self) -> pd.DataFrame:
         """All summary rows, ordered by run id; metrics a run lacks are missing (NULL)."""
@@ -269,11 +315,11 @@ class ResultsStore:
             try:
                 con = self._connect()
             except duckdb.Error as exc:
-                if self._set_aside_unreadable(exc, retries < _RETRIES):
+                if self._set_aside_unreadable(exc, retries < RETRIES):
                     retries += 1
                     continue
                 raise UserError(
-                    f"cannot read results under {self.root}: {_first_line(exc)}"
+                    f"cannot read results under {self.root}: {layout.first_line(exc)}"
                 ) from None
             try:
                 result = con.execute(sql)
@@ -281,27 +327,27 @@ class ResultsStore:
                     raise UserError("query failed: no SQL statement given")
                 return result.df()
             except duckdb.Error as exc:
-                if self._set_aside_unreadable(exc, retries < _RETRIES):
+                if self._set_aside_unreadable(exc, retries < RETRIES):
                     retries += 1
                     continue
-                raise UserError(f"query failed: {_first_line(exc)}") from None
+                raise UserError(f"query failed: {layout.first_line(exc)}") from None
             finally:
                 con.close()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
-        failures = self._readable(_parquet_files(self._failures_dir))
-        sweeps = self._readable(_parquet_files(self._sweeps_dir))
+        failures = self._readable(layout.parquet_files(self._failures_dir))
+        sweeps = self._readable(layout.parquet_files(self._sweeps_dir))
         # A sweep whose every run failed so far is still worth querying.
         run_ids = self._committed_run_ids_or_empty() if failures else self._committed_run_ids()
         con = duckdb.connect(":memory:")
         try:
             if run_ids:
-                _create_view(con, "runs", [self._runs_dir / (r + _SUFFIX) for r in run_ids])
+                layout.create_view(con, "runs", [self._runs_dir / (r + SUFFIX) for r in run_ids])
             for view, files in (("failures", failures), ("sweeps", sweeps)):
                 if files:
-                    _create_view(con, view, files)
+                    layout.create_view(con, view, files)
             for name, files in self._table_files(set(run_ids)).items():
-                _create_view(con, name, files)
+                layout.create_view(con, name, files)
         except BaseException:
             con.close()
             raise
@@ -317,11 +363,11 @@ class ResultsStore:
         ours = set(self._all_files())
         named = [path for path in quoted if path in ours]
         if named:
-            suspects = {path: _unreadable(path, deep=True) for path in named}
+            suspects = {path: layout.unreadable(path, deep=True) for path in named}
         elif quoted or not isinstance(exc, duckdb.IOException | duckdb.InvalidInputException):
             return False  # the user's own SQL or file
         else:  # DuckDB did not say which file: check every footer (cheap)
-            suspects = {path: _unreadable(path, deep=False) for path in sorted(ours)}
+            suspects = {path: layout.unreadable(path, deep=False) for path in sorted(ours)}
         bad = {path: reason for path, reason in suspects.items() if reason is not None}
         for path, reason in bad.items():
             self._quarantine(path, reason)
@@ -340,7 +386,7 @@ class ResultsStore:
         except OSError as exc:
             self._skipped.add(path)
             self.quarantined.append(Quarantined(path, None, reason))
-            why = exc.strerror or _first_line(exc)
+            why = exc.strerror or layout.first_line(exc)
             _log.warning("%s: unreadable (%s); cannot move it (%s), skipped", path, reason, why)
             return
         self.quarantined.append(Quarantined(path, target, reason))
@@ -351,11 +397,11 @@ class ResultsStore:
 
     def _all_files(self) -> Iterator[Path]:
         """Every Parquet file the store's views may read."""
-        yield from _parquet_files(self._runs_dir)
-        yield from _parquet_files(self._failures_dir)
-        yield from _parquet_files(self._sweeps_dir)
+        yield from layout.parquet_files(self._runs_dir)
+        yield from layout.parquet_files(self._failures_dir)
+        yield from layout.parquet_files(self._sweeps_dir)
         for directory in self._table_dirs():
-            yield from _parquet_files(directory)
+            yield from layout.parquet_files(directory)
 
     def _committed_run_ids(self) -> list[str]:
         run_ids = self._committed_run_ids_or_empty()
@@ -364,9 +410,9 @@ class ResultsStore:
         return run_ids
 
     def _committed_run_ids_or_empty(self) -> list[str]:
-        files = self._readable(_parquet_files(self._runs_dir))
-        stems = (path.name.removesuffix(_SUFFIX) for path in files)
-        return sorted(stem for stem in stems if _RUN_ID.fullmatch(stem))
+        files = self._readable(layout.parquet_files(self._runs_dir))
+        stems = (path.name.removesuffix(SUFFIX) for path in files)
+        return sorted(stem for stem in stems if RUN_ID.fullmatch(stem))
 
     def _table_dirs(self) -> list[Path]:
         if not self._tables_dir.is_dir():
@@ -379,8 +425,8 @@ class ResultsStore:
         """The run's table files and ``.gone`` markers, with their version ("": plain)."""
         found = []
         for directory in self._table_dirs():
-            for entry in _entries(directory):
-                parsed = _table_entry(entry)
+            for entry in layout.entries(directory):
+                parsed = layout.table_entry(entry)
                 if parsed is not None and parsed[0] == run_id:
                     found.append((directory / entry, parsed[1]))
         return found
@@ -388,7 +434,7 @@ class ResultsStore:
     def _version_of(self, run_id: str) -> str | None:
         """The version of the committed run's tables ("": plain names); None if the run
         is not committed."""
-        path = self._runs_dir / (run_id + _SUFFIX)
+        path = self._runs_dir / (run_id + SUFFIX)
         try:
             metadata = pq.read_schema(path).metadata or {}
         except FileNotFoundError:
@@ -404,13 +450,13 @@ class ResultsStore:
         versioned: set[str] = set()
         for directory in self._table_dirs():
             per_run: dict[str, dict[str, str]] = {}
-            for entry in _entries(directory):
-                parsed = _table_entry(entry)
+            for entry in layout.entries(directory):
+                parsed = layout.table_entry(entry)
                 if parsed is None or parsed[0] not in run_ids:
                     continue
                 if parsed[1]:
                     versioned.add(parsed[0])
-                if entry.endswith(_SUFFIX):
+                if entry.endswith(SUFFIX):
                     per_run.setdefault(parsed[0], {})[parsed[1]] = entry
             listing[directory.name] = per_run
         # Only runs stored more than once need their row's metadata read.
@@ -432,13 +478,13 @@ class ResultsStore:
         if not self.root.is_dir():
             return
         for directory in (self.root, self._runs_dir, self._failures_dir, self._sweeps_dir):
-            _remove_dead_temporaries(directory, _entries(directory))
+            layout.remove_dead_temporaries(directory, layout.entries(directory))
         by_run: dict[str, list[tuple[Path, str]]] = {}
         for directory in self._table_dirs():
-            entries = _entries(directory)
-            _remove_dead_temporaries(directory, entries)
+            entries = layout.entries(directory)
+            layout.remove_dead_temporaries(directory, entries)
             for entry in entries:
-                parsed = _table_entry(entry)
+                parsed = layout.table_entry(entry)
                 if parsed is not None:
                     by_run.setdefault(parsed[0], []).append((directory / entry, parsed[1]))
         for run_id, files in by_run.items():
@@ -451,20 +497,20 @@ class ResultsStore:
         current = self._version_of(run_id)
         others = [(path, version) for path, version in files if version != current]
         if current is None:  # not committed; plain files may be a first write under way
-            stale = [path for path, version in others if version and _writer_gone(version)]
-        elif current and not _writer_gone(current):
+            stale = [path for path, version in others if version and layout.writer_gone(version)]
+        elif current and not layout.writer_gone(current):
             return  # its writer is still removing the older versions itself
         else:  # older versions are superseded; a live writer's newer staging stays
-            stale = [path for path, version in others if not version or _writer_gone(version)]
-        removed = [_remove_quietly(path) for path in stale]
+            stale = [path for path, version in others if not version or layout.writer_gone(version)]
+        removed = [layout.remove_quietly(path) for path in stale]
         if current and len(stale) == len(others) and all(removed):
             for path, version in files:
-                if version == current and path.suffix == _GONE:
-                    _remove_quietly(path)
+                if version == current and path.suffix == GONE:
+                    layout.remove_quietly(path)
 
 
 def _summary_row(record: RunRecord) -> pd.DataFrame:
-    if not _RUN_ID.fullmatch(record.run_id):
+    if not RUN_ID.fullmatch(record.run_id):
         raise ValueError(f"run_id {record.run_id!r} must match [A-Za-z0-9_.-]+")
     try:
         params = json.dumps(dict(record.params), sort_keys=True, allow_nan=False)
@@ -523,125 +569,12 @@ def _is_table_name(name: str) -> bool:
     return bool(_TABLE_NAME.fullmatch(name)) and name not in RESERVED_VIEWS
 
 
-def _parquet_files(directory: Path) -> list[Path]:
-    """The committed ``*.parquet`` files of ``directory`` (temporary files start with a dot)."""
-    if not directory.is_dir():
-        return []
-    return sorted(
-        p for p in directory.iterdir() if p.name.endswith(_SUFFIX) and not p.name.startswith(".")
-    )
-
-
-def _create_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> None:
-    # An explicit file list, not a glob: a root such as "results[2]" would be read as a
-    # glob pattern, and listing in Python lets us skip tables of uncommitted runs.
-    paths = ", ".join(_sql_string(str(f)) for f in files)
-    con.execute(
-        f'create view "{name}" as select * from read_parquet([{paths}], union_by_name=true)'
-    )
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
-def _remove_if_empty(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not empty, or a concurrent writer added a file
-        directory.rmdir()
-
-
-_RETRIES = 3  # re-reads after a file vanished under us (a concurrent writer's cleanup)
-
-
-def _versioned(run_id: str, version: str) -> str:
-    return f"{run_id}~{version}{_SUFFIX}"
-
-
-def _table_entry(entry: str) -> tuple[str, str] | None:
-    """``(run_id, version)`` of a table directory's entry: ``<run_id>.parquet`` (version
-    ""), ``<run_id>~<version>.parquet`` or a ``<run_id>~<version>.gone`` marker."""
-    if entry.startswith("."):
-        return None
-    stem = entry.removesuffix(_SUFFIX) if entry.endswith(_SUFFIX) else None
-    if stem is None and entry.endswith(_GONE):
-        stem = entry.removesuffix(_GONE)
-        if "~" not in stem:
-            return None
-    if stem is None:
-        return None
-    run_id, _, version = stem.partition("~")
-    return (run_id, version) if _RUN_ID.fullmatch(run_id) else None
-
-
-def _write_row(path: Path, row: pd.DataFrame, version: str) -> None:
-    """Write a runs/ file atomically, naming its tables' version in its metadata."""
+def _write_row(path: Path, row: pd.DataFrame, version: str, tags: Iterable[str]) -> None:
+    """Write a runs/ file atomically, naming its tables' version and its tag columns in
+    its metadata."""
     table = pa.Table.from_pandas(row, preserve_index=False)
+    metadata = {**(table.schema.metadata or {}), _TAGS_KEY: json.dumps(list(tags)).encode()}
     if version:
-        metadata = {**(table.schema.metadata or {}), _VERSION_KEY: version.encode()}
-        table = table.replace_schema_metadata(metadata)
+        metadata[_VERSION_KEY] = version.encode()
+    table = table.replace_schema_metadata(metadata)
     atomic_write(path, lambda tmp: pq.write_table(table, tmp))
-
-
-def _entries(directory: Path) -> list[str]:
-    try:
-        return sorted(os.listdir(directory))
-    except OSError:  # missing, or not ours to list
-        return []
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (on this machine). Unknown counts as alive."""
-    if os.name != "posix":
-        return True  # os.kill(pid, 0) would terminate the process on Windows
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OverflowError, ValueError):
-        return False  # not a pid any process can have
-    except OSError:
-        return True  # e.g. another user's process
-    return True
-
-
-def _remove_dead_temporaries(directory: Path, entries: Iterable[str]) -> None:
-    for entry in entries:
-        match = _TEMPORARY.fullmatch(entry) or _PROBE.fullmatch(entry)
-        if match is not None and not _alive(int(match["pid"])):
-            _remove_quietly(directory / entry)
-
-
-def _writer_gone(version: str) -> bool:
-    pid, _, _ = version.partition("-")
-    return pid.isdigit() and not _alive(int(pid))
-
-
-def _remove_quietly(path: Path) -> bool:
-    """Remove ``path``; False if that failed (a read-only store is still readable)."""
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:
-        return False
-    return True
-
-
-def _unreadable(path: Path, deep: bool) -> str | None:
-    """Why ``path`` is not a readable Parquet file, or None if it is (or has gone):
-    ``deep`` reads every page, otherwise only the footer."""
-    try:
-        if deep:
-            pq.read_table(path)
-        else:
-            pq.read_metadata(path)
-    except FileNotFoundError:
-        return None
-    except (OSError, pa.ArrowException, ValueError) as exc:
-        return _first_line(exc)
-    return None
