@@ -16,7 +16,7 @@ from mqoe.experiments.aging_glitching import (
     AgingGlitching,
     Results,
     UiCell,
-    _run_ui,
+    _ui_overrides,
     sd_knee,
     ui_cells,
 )
@@ -32,7 +32,10 @@ def small_results(quick: bool) -> Results:
         UiCell("ruir", RUIR_MODEL, RUIR_APPS[0], (("trim_ruir", "true"),)),
         UiCell("sf-cpuset", LOW_END[0], "gmail", (("sf_cpuset", "big_when_little_saturated"),)),
     ]
-    ui = [(c, _run_ui((c, True))) for c in cells]
+    ui = [
+        (c, run_scenario("ui-bench", load_profile(c.model), 1, _ui_overrides(c, True)))
+        for c in cells
+    ]
     fleet = {
         wam: run_population("fleet", 1, {"phones": "80", "days": "3", "wam": wam})
         for wam in ("realtime", "practical")
@@ -51,7 +54,8 @@ def small_results(quick: bool) -> Results:
 
 
 def test_every_figure_lands_in_metrics_csv_with_its_condition_keys(tmp_path: Path) -> None:
-    path = AgingGlitching(runner=small_results).reproduce(tmp_path, quick=True)
+    runner = AgingGlitching(runner=lambda quick: small_results(quick).pairs())
+    path = runner.reproduce(tmp_path, quick=True)
     metrics = pd.read_csv(path, keep_default_na=False)
     figures = set(metrics["figure"])
     assert {"srff-model", "srff-app", "ruir", "sf-cpuset", "anr-snr", "root-causes",

@@ -14,16 +14,16 @@ from mqoe.experiments.netpis import (
     SEQ_REGIMES,
     SEQ_VARIANTS,
     NetPis,
-    run_jobs,
     shape_checks,
 )
 from mqoe.results.comparison import read_comparison_csv
+from mqoe.sweep import Backend
 
 
 @pytest.fixture(scope="module")
 def quick_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("netpis")
-    NetPis(lambda quick: run_jobs(quick, workers=1)).reproduce(out, quick=True)
+    NetPis().reproduce(out, quick=True, backend=Backend(workers=1))
     return out
 
 

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0  # creates nothing, so the folder is not checked either
     ensure_output_dir(root, _out_option(args))
-    bar = _Bar(sweep.name)
+    bar = Bar(sweep.name)
     try:
         summary = run_sweep(sweep, root, backend, resume=args.resume, on_progress=bar)
     except KeyboardInterrupt:
@@ -88,7 +88,7 @@ def _out_option(args: argparse.Namespace) -> str:
     return "$MQOE_RESULTS" if os.environ.get("MQOE_RESULTS") else "results folder"
 
 
-class _Bar:
+class Bar:
     """A Rich progress bar with ETA on a terminal; nothing otherwise."""
 
     def __init__(self, label: str) -> None:

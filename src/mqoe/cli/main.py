@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mqoe import __version__
-from mqoe.cli.console import LazyProgress, check_output_file, one_line, out, print_frame
+from mqoe.cli.console import LazyProgress, check_output_file, err, one_line, out, print_frame
 from mqoe.cli.console import jsonable as _jsonable
 from mqoe.errors import UserError
 
@@ -101,6 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--list", action="store_true", help="list the reproducible works")
     rep.add_argument("--quick", action="store_true", help="a short version (minutes)")
     rep.add_argument("--out", type=Path, default=Path("reproductions"), help="output directory")
+    rep.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the runs an interrupted or failed invocation stored in OUT/results",
+    )
+    rep.add_argument(
+        "--workers", type=int, default=None, help="local processes (default: all cores)"
+    )
+    rep.add_argument(
+        "--scheduler", default=None, metavar="tcp://HOST:PORT", help="run on a Dask scheduler"
+    )
 
     res = sub.add_parser("results", help="query stored results with SQL (DuckDB)")
     rsub = res.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -385,13 +396,32 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         if name not in EXPERIMENTS:
             known = ", ".join(sorted(EXPERIMENTS)) or "none yet"
             raise UserError(f"unknown work {name!r}; available: {known}")
+    from mqoe.cli.cmd_sweep import Bar
     from mqoe.results import ensure_output_dir
+    from mqoe.sweep import Backend
 
+    if args.workers is not None and args.scheduler:
+        raise UserError("mqoe reproduce: --workers is for local processes; Dask sizes its own")
+    backend = Backend(workers=args.workers, scheduler=args.scheduler)
     ensure_output_dir(args.out, "--out")  # before minutes of simulation, not after
     for name in names:
         # One work writes into OUT itself; `all` gives each work its own folder.
         target = args.out / name if args.work == "all" else args.out
-        path = EXPERIMENTS[name].reproduce(target, quick=args.quick)
+        bar = Bar(name)
+        try:
+            path = EXPERIMENTS[name].reproduce(
+                target, quick=args.quick, backend=backend, resume=args.resume, on_progress=bar
+            )
+        except KeyboardInterrupt:
+            bar.close()
+            err.print(
+                f"mqoe: interrupted; finished runs are stored in {target / 'results'}; "
+                "continue with --resume",
+                markup=False,
+            )
+            return 130
+        finally:
+            bar.close()
         out.print(f"{name}: wrote {path} and figures in {path.parent}", markup=False)
     return 0
 

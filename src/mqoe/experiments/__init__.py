@@ -1,24 +1,20 @@
-"""Reproductions of published works, one module per work (filled by later issues).
+"""Reproductions of published works, one module per work.
 
-Each experiment declares the published values it is compared against, runs its
-scenarios, and writes ``metrics.csv`` (columns ``figure,profile,condition,metric,value,
+Each is a :class:`~mqoe.experiments.reproduction.Reproduction`: it declares the runs its
+figures need (a plan the sweep engine runs into ``OUT/results``, resumable, failures
+recorded), the published values it is compared against (``published/<work>.toml``), and
+writes ``metrics.csv`` (columns ``figure,profile,condition,metric,value,
 unit``; see :mod:`mqoe.results.metrics_csv`) plus figures into its output directory.
 The registry is explicit: a new work is one line in :data:`EXPERIMENTS`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Protocol
+from typing import Any
 
+from mqoe.experiments.reproduction import Reproduction
 
-class Experiment(Protocol):
-    name: str
-    title: str
-
-    def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        """Run the work's scenarios, write metrics.csv and figures; return metrics.csv's path."""
-        ...
+Experiment = Reproduction[Any]
 
 
 def _registry() -> dict[str, Experiment]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,12 +42,11 @@ from mqoe.device.profiles import load_profile
 from mqoe.experiments import published
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
-from mqoe.experiments.parallel import map_jobs
+from mqoe.experiments.reproduction import PlannedRun, Reproduction
 from mqoe.metrics.jank import SLOW_FRAME_NS
 from mqoe.results import MetricRow
 from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
-from mqoe.workloads.runner import run_population, run_scenario
 
 MODELS = (
     "redmi-5", "mi-a1", "mi-max-2", "mi-max-3", "redmi-note-5-pro",  # low end (spec 04)
@@ -64,7 +62,7 @@ RUIR_APPS = ("k9-mail", "feeder", "markor", "amaze", "conversations")
 RUIR_MODEL = "mi-a2"  # a middle-tier phone for the before/after
 SF_CPUSETS = ("little", "big_when_little_saturated")
 SEED = 1
-FLEET = {"full": {"phones": "30000", "days": "21", "workers": "2"},
+FLEET = {"full": {"phones": "30000", "days": "21"},
          "quick": {"phones": "2000", "days": "21"}}  # fmt: skip
 WAM_FLEET = ("realtime", "practical")
 FLASH_MODEL = "mi-a2"  # a middle-tier phone with 64 GB of eMMC (spec 04 table, model 6)
@@ -106,18 +104,11 @@ def ui_cells() -> list[UiCell]:
     return cells
 
 
-def _run_ui(args: tuple[UiCell, bool]) -> RunRecord:
-    cell, quick = args
+def _ui_overrides(cell: UiCell, quick: bool) -> dict[str, str]:
     overrides = {"app": cell.app, **dict(cell.overrides)}
     if quick:
         overrides["duration_s"] = "10"
-    return run_scenario("ui-bench", load_profile(cell.model), SEED, overrides)
-
-
-def _run_fleet(args: tuple[str, bool]) -> RunRecord:
-    wam, quick = args
-    size = FLEET["quick" if quick else "full"]
-    return run_population("fleet", SEED, {**size, "wam": wam})
+    return overrides
 
 
 def flash_specs(quick: bool) -> list[tuple[str, str]]:
@@ -129,11 +120,8 @@ def flash_specs(quick: bool) -> list[tuple[str, str]]:
     return runs + [(FLASH_MODEL, f"practical:threshold_gb={gb}") for gb in sweep if gb != 6]
 
 
-def _run_flash(args: tuple[tuple[str, str], bool]) -> RunRecord:
-    (model, wam), quick = args
-    days = FLASH_DAYS["quick" if quick else "full"]
-    params = {"wam": wam, "days": days, "bench_hours": BENCH_HOURS}
-    return run_scenario("flash-aging", load_profile(model), SEED, params)
+# A planned run's key: ("ui", UiCell), ("fleet", WAM spec) or ("flash", (model, WAM spec)).
+Key = tuple[str, object]
 
 
 @dataclass
@@ -142,25 +130,24 @@ class Results:
     fleet: dict[str, RunRecord]
     flash: dict[tuple[str, str], RunRecord] = field(default_factory=dict)  # (model, spec)
 
+    @classmethod
+    def from_pairs(cls, pairs: list[tuple[Key, RunRecord]]) -> Results:
+        out = cls([], {}, {})
+        for (kind, what), record in pairs:
+            if kind == "ui":
+                out.ui.append((what, record))  # type: ignore[arg-type]
+            elif kind == "fleet":
+                out.fleet[what] = record  # type: ignore[index]
+            else:
+                out.flash[what] = record  # type: ignore[index]
+        return out
 
-def run_all(quick: bool, workers: int | None = None) -> Results:
-    cells = ui_cells()
-    specs = flash_specs(quick)
-    # The long flash-aging runs first, so the short UI runs fill the cores behind them.
-    jobs: list[tuple[str, object]] = [("flash", (spec, quick)) for spec in specs]
-    jobs += [("ui", (c, quick)) for c in cells]
-    records = map_jobs(_run_job, jobs, workers)
-    fleet = [_run_fleet((wam, quick)) for wam in WAM_FLEET]  # each uses the cores itself
-    return Results(
-        list(zip(cells, records[len(specs) :], strict=True)),
-        dict(zip(WAM_FLEET, fleet, strict=True)),
-        dict(zip(specs, records[: len(specs)], strict=True)),
-    )
-
-
-def _run_job(job: tuple[str, object]) -> RunRecord:
-    kind, args = job
-    return _run_ui(args) if kind == "ui" else _run_flash(args)  # type: ignore[arg-type]
+    def pairs(self) -> list[tuple[Key, RunRecord]]:
+        return [
+            *((("flash", spec), r) for spec, r in self.flash.items()),
+            *((("fleet", wam), r) for wam, r in self.fleet.items()),
+            *((("ui", cell), r) for cell, r in self.ui),
+        ]
 
 
 # -- tables ---------------------------------------------------------------------------
@@ -589,21 +576,33 @@ def plot_flash(results: Results, out_dir: Path) -> None:
     plt.close(fig)
 
 
-class AgingGlitching:
+class AgingGlitching(Reproduction[Key]):
     name = "aging-glitching"
     title = "Aging or Glitching? Slow/frozen frames, ANR, SNR and WAM (MobiCom 2020)"
 
-    def __init__(self, runner: Callable[[bool], Results] | None = None) -> None:
-        self._runner = runner or run_all
+    def plan(self, quick: bool) -> list[PlannedRun[Key]]:
+        """The flash-aging runs (longest) first, then the two fleets, then the UI
+        benchmarks, so the short runs fill the cores behind the long ones."""
+        days = FLASH_DAYS["quick" if quick else "full"]
+        size = FLEET["quick" if quick else "full"]
+        runs: list[PlannedRun[Key]] = []
+        for model, wam in flash_specs(quick):
+            params = {"wam": wam, "days": days, "bench_hours": BENCH_HOURS}
+            runs.append(PlannedRun(("flash", (model, wam)), "flash-aging", model, SEED, params))
+        for wam in WAM_FLEET:
+            runs.append(PlannedRun(("fleet", wam), "fleet", None, SEED, {**size, "wam": wam}))
+        for cell in ui_cells():
+            overrides = _ui_overrides(cell, quick)
+            runs.append(PlannedRun(("ui", cell), "ui-bench", cell.model, SEED, overrides))
+        return runs
 
-    def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        results = self._runner(quick)
+    def write(self, results: list[tuple[Key, RunRecord]], out_dir: Path, quick: bool) -> Path:
+        return self.write_results(Results.from_pairs(results), out_dir, quick)
+
+    def write_results(self, results: Results, out_dir: Path, quick: bool) -> Path:
         rows = metric_rows(results)
-        records = [r for _, r in results.ui] + list(results.fleet.values())
-        records += list(results.flash.values())
         path = write_outputs(
             out_dir,
-            records,
             rows,
             ("comparison.md", comparison_markdown(rows, quick)),
             comparison_rows(rows),

@@ -62,18 +62,16 @@ from typing import Any
 import numpy as np
 
 from mqoe.apps.video import GENRES, HOSTS
-from mqoe.device.profiles import load_profile
 from mqoe.experiments import nokia1_real, published
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
-from mqoe.experiments.parallel import map_jobs
+from mqoe.experiments.reproduction import PlannedRun, Reproduction
 from mqoe.results import (
     MetricRow,
 )
 from mqoe.results.atomic import atomic_write_text
 from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
-from mqoe.workloads.runner import run_scenario
 
 PROFILES = ("nokia-1", "nexus-5", "nexus-6p")
 STATES = ("normal", "moderate", "critical")
@@ -239,19 +237,6 @@ def _expected_cost(run: Run) -> float:
 
 
 Results = list[tuple[Run, RunRecord]]
-
-
-def _run_one(args: tuple[Run, bool]) -> RunRecord:
-    run, quick = args
-    config = run.config
-    return run_scenario("video", load_profile(config.profile), run.seed, run.overrides(quick))
-
-
-def run_plan(quick: bool, workers: int | None = None) -> Results:
-    """Run every distinct configuration × seed of the plan, on all local cores."""
-    runs = Plan.for_mode(quick).runs()
-    records = map_jobs(_run_one, [(run, quick) for run in runs], workers)
-    return list(zip(runs, records, strict=True))
 
 
 # ---------------------------------------------------------------- aggregation
@@ -1234,18 +1219,21 @@ def _plot_genres(agg: Aggregate, plan: Plan) -> Any:
 # ---------------------------------------------------------------- the experiment
 
 
-class CoalNotDiamonds:
+class CoalNotDiamonds(Reproduction[Run]):
     name = "coal-not-diamonds"
     title = "Coal Not Diamonds: memory pressure and mobile video QoE (CoNEXT 2022)"
 
-    def __init__(self, runner: Callable[[bool], Results] | None = None) -> None:
-        self._runner: Callable[[bool], Results] = runner or run_plan
+    def plan(self, quick: bool) -> list[PlannedRun[Run]]:
+        """Every distinct configuration × seed of the figures: one ``video`` run each,
+        the (likely) slowest first so the cores finish together."""
+        return [
+            PlannedRun(run, "video", run.config.profile, run.seed, run.overrides(quick))
+            for run in Plan.for_mode(quick).runs()
+        ]
 
-    def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        results = self._runner(quick)
+    def write(self, results: Results, out_dir: Path, quick: bool) -> Path:
         path = write_outputs(
             out_dir,
-            (record for _, record in results),
             metric_rows(results, quick),
             ("comparison.md", comparison_markdown(results, quick)),
             comparison_rows(results, quick),
@@ -1256,5 +1244,5 @@ class CoalNotDiamonds:
 
 
 def expected_runs(quick: bool) -> Iterable[Run]:
-    """The runs :func:`run_plan` performs (for tests and for budgeting)."""
+    """The runs the plan makes (for tests and for budgeting)."""
     return Plan.for_mode(quick).runs()

@@ -1,4 +1,4 @@
-"""Reproduction ``downward-spiral`` (spec 03): a video client's rate under a competing flow.
+"""Reproduction ``downward-spiral`` (Huang et al., IMC 2012): video rate vs a competing flow.
 
 Cases: bottleneck buffers 120 / 75 / 20 kbit × rate selection discrete /
 continuous-0.7 / continuous-1.0, plus BBA and BOLA with the 120 kbit buffer. Each case is
@@ -8,7 +8,7 @@ as a 5-sample moving average, competitor throughput), ``spiral-summary.png``,
 ``summary.md`` (the table and the expected-shape checks) and a results store under
 ``results/`` (all tables, queryable with ``mqoe results query --results OUT/results``).
 
-No published measurement is copied: spec 03 gives the setup and the shape — a fair
+No published measurement is copied: the study gives the setup and the shape — a fair
 share of the bottleneck would sustain the top rate (``TOP_RATE_KBPS``, from
 ``published/downward-spiral.toml``); with a 120 kbit buffer the discrete client
 collapses; smaller buffers and continuous rates recover; BBA avoids the collapse. Those
@@ -18,27 +18,24 @@ shape statements are checked and reported, not imposed.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from mqoe.device.profiles import load_profile
 from mqoe.experiments import published
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import write_outputs
-from mqoe.experiments.parallel import map_jobs
+from mqoe.experiments.reproduction import PlannedRun, Reproduction
 from mqoe.metrics.units import unit_of
 from mqoe.results import MetricRow
 from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
-from mqoe.workloads.runner import run_scenario
 from mqoe.workloads.spiral import SPIRAL_METRICS, TESTBED_ONLY
 
 PROFILE = "nexus-5"  # the client phone; spiral is network-bound (its CPU is not modelled)
 SEED = 1
-# Spec 03: the top rung, which the client's fair share of the bottleneck sustains.
+# The study's top rung, which the client's fair share of the bottleneck sustains.
 TOP_RATE_KBPS = published.load("downward-spiral")["top_rate_kbps"].value
 # The spiral's metrics in metrics.csv, in order (units: mqoe.metrics.units).
 METRICS = tuple(m for m in SPIRAL_METRICS if m not in TESTBED_ONLY)
@@ -75,17 +72,6 @@ CASES = (
 )
 
 
-def _run_case(args: tuple[Case, bool]) -> RunRecord:
-    case, quick = args
-    return run_scenario("spiral", load_profile(PROFILE), SEED, case.overrides(quick))
-
-
-def run_cases(quick: bool, workers: int | None = None) -> list[tuple[Case, RunRecord]]:
-    """Run every case, on all local cores."""
-    records = map_jobs(_run_case, [(case, quick) for case in CASES], workers)
-    return list(zip(CASES, records, strict=True))
-
-
 def metric_rows(results: list[tuple[Case, RunRecord]]) -> list[MetricRow]:
     rows = []
     for case, record in results:
@@ -99,7 +85,7 @@ def metric_rows(results: list[tuple[Case, RunRecord]]) -> list[MetricRow]:
 
 
 def shape_checks(results: list[tuple[Case, RunRecord]]) -> list[tuple[str, bool]]:
-    """Spec 03's qualitative claims, evaluated on the simulated numbers."""
+    """The study's qualitative claims, evaluated on the simulated numbers."""
     rate = {(c.buffer_kbit, c.mode): float(r.metrics["rate_competing_kbps"]) for c, r in results}
     spiral = rate[(120, "discrete")]
     return [
@@ -215,21 +201,20 @@ def summary_markdown(results: list[tuple[Case, RunRecord]], quick: bool) -> str:
     )
 
 
-class DownwardSpiral:
+class DownwardSpiral(Reproduction[Case]):
     name = "downward-spiral"
     title = (
         "Confused, Timid, and Unstable: video rate collapse under a competing TCP flow "
         "(IMC 2012, CS244)"
     )
 
-    def __init__(self, runner: Callable[[bool], list[tuple[Case, RunRecord]]] | None = None):
-        self._runner = runner or run_cases
+    def plan(self, quick: bool) -> list[PlannedRun[Case]]:
+        """One ``spiral`` run per case."""
+        return [PlannedRun(case, "spiral", PROFILE, SEED, case.overrides(quick)) for case in CASES]
 
-    def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        results = self._runner(quick)
+    def write(self, results: list[tuple[Case, RunRecord]], out_dir: Path, quick: bool) -> Path:
         path = write_outputs(
             out_dir,
-            (record for _, record in results),
             metric_rows(results),
             ("summary.md", summary_markdown(results, quick)),
             [

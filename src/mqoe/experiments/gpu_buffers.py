@@ -1,4 +1,4 @@
-"""Reproduction ``gpu-buffers`` (spec 02): compressing background apps' GPU buffers.
+"""Reproduction ``gpu-buffers`` (Nexus 5, 2015): compressing background apps' GPU buffers.
 
 The Nexus 5 as the paper ran it — Android 4.4 with the in-kernel low-memory killer's
 minfree table and no swap — booted with 2 GB and limited to 1.5 GB, runs the
@@ -8,10 +8,10 @@ three policies see the same user. Outputs in OUT_DIR: ``metrics.csv`` (figure ``
 conditions ``mem_gb`` × ``policy``, means over seeds), ``gpu-summary.png`` (cached apps,
 resumes, kills, resume latency per condition), ``gpu-per-app.png`` (resume and start
 time per app), ``gpu-saved-cdf.png``, ``gpu-cached-over-time.png``, ``gpu-cpu.png``,
-``summary.md`` (the table and spec 02's shape, checked on the simulated numbers) and a
+``summary.md`` (the table and the study's shape, checked on the simulated numbers) and a
 results store under ``results/``.
 
-No published number is copied: spec 02 gives only the expected shape — FULL > FAIR >
+No published number is copied: the study gives only the expected shape — FULL > FAIR >
 VAN in cached apps and resumes, the reverse in kills; FULL adds the most resume latency
 and FAIR much less; gains clearer at 1.5 GB.
 """
@@ -19,7 +19,6 @@ and FAIR much less; gains clearer at 1.5 GB.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,11 +28,10 @@ import pandas as pd
 from mqoe.device.profiles import DeviceProfile, load_profile
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
-from mqoe.experiments.parallel import map_jobs
+from mqoe.experiments.reproduction import PlannedRun, Reproduction
 from mqoe.results import MetricRow
 from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
-from mqoe.workloads.runner import run_scenario
 
 PROFILE = "nexus-5"
 MEM_GB = ("1.5", "2")
@@ -41,7 +39,7 @@ POLICIES = ("van", "fair", "full")
 SEEDS = (1, 2, 3, 4, 5)
 QUICK_SEEDS = (1, 2)
 QUICK_LAUNCHES = 64
-# The Nexus 5 on Android 4.4 (spec 02's phone): the in-kernel LMK's minfree table as the
+# The Nexus 5 on Android 4.4 (the study's phone): the in-kernel LMK's minfree table as the
 # stock KitKat image sets /sys/module/lowmemorykiller/parameters/minfree — in 4 KB
 # *pages*: 18432,23040,27648,32256,55296,80640 (the first four are ProcessList's
 # high-end KB table 73728…129024 converted to pages) — with its adj levels (foreground,
@@ -77,7 +75,7 @@ METRICS = {
 
 
 def kitkat_profile(mem_gb: str) -> DeviceProfile:
-    """The Nexus 5 profile as spec 02's phone: Android 4.4, ``mem_gb`` of RAM, minfree LMK."""
+    """The Nexus 5 profile as the study's phone: Android 4.4, ``mem_gb`` of RAM, minfree LMK."""
     base = load_profile(PROFILE)
     memory = base.memory.model_copy(
         update={"ram_mb": round(float(mem_gb) * 1024), "zram_fraction": 0.0,
@@ -103,18 +101,9 @@ class Cell:
         return out
 
 
-def _run_cell(args: tuple[Cell, bool]) -> RunRecord:
-    cell, quick = args
-    return run_scenario(
-        "app-switching", kitkat_profile(cell.mem_gb), cell.seed, cell.overrides(quick)
-    )
-
-
-def run_cells(quick: bool, workers: int | None = None) -> list[tuple[Cell, RunRecord]]:
+def cells(quick: bool) -> list[Cell]:
     seeds = QUICK_SEEDS if quick else SEEDS
-    cells = [Cell(m, p, s) for m in MEM_GB for p in POLICIES for s in seeds]
-    records = map_jobs(_run_cell, [(c, quick) for c in cells], workers)
-    return list(zip(cells, records, strict=True))
+    return [Cell(m, p, s) for m in MEM_GB for p in POLICIES for s in seeds]
 
 
 def summary_table(results: list[tuple[Cell, RunRecord]]) -> pd.DataFrame:
@@ -148,7 +137,7 @@ def metric_rows(table: pd.DataFrame) -> list[MetricRow]:
 
 
 def shape_checks(table: pd.DataFrame) -> list[tuple[str, bool]]:
-    """Spec 02's expected shape, evaluated on the simulated means."""
+    """The study's expected shape, evaluated on the simulated means."""
     v = table.set_index(["mem_gb", "policy"])
     checks = []
     for mem in MEM_GB:
@@ -289,20 +278,25 @@ def plot(results: list[tuple[Cell, RunRecord]], table: pd.DataFrame, out_dir: Pa
     plt.close(fig)
 
 
-class GpuBuffers:
+class GpuBuffers(Reproduction[Cell]):
     name = "gpu-buffers"
     title = "Compressing background apps' GPU buffers to cache more apps (Nexus 5, 2015)"
 
-    def __init__(self, runner: Callable[[bool], list[tuple[Cell, RunRecord]]] | None = None):
-        self._runner = runner or run_cells
+    def plan(self, quick: bool) -> list[PlannedRun[Cell]]:
+        """One ``app-switching`` run per memory size × policy × seed, on the KitKat
+        Nexus 5 with that much RAM."""
+        profiles = {mem_gb: kitkat_profile(mem_gb) for mem_gb in MEM_GB}
+        return [
+            PlannedRun(cell, "app-switching", profiles[cell.mem_gb], cell.seed,
+                       cell.overrides(quick))
+            for cell in cells(quick)
+        ]  # fmt: skip
 
-    def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        results = self._runner(quick)
+    def write(self, results: list[tuple[Cell, RunRecord]], out_dir: Path, quick: bool) -> Path:
         table = summary_table(results)
         seeds = len({c.seed for c, _ in results})
         path = write_outputs(
             out_dir,
-            (record for _, record in results),
             metric_rows(table),
             ("summary.md", summary_markdown(table, quick, seeds)),
             [

@@ -1,4 +1,4 @@
-"""Reproduction ``netpis`` (spec 05): receiver-side isolation of the foreground's downloads.
+"""Reproduction ``netpis`` (NetPIS, 2015): receiver-side isolation of the foreground's downloads.
 
 Three parts, each from runs of the ``netpis`` scenario:
 
@@ -16,7 +16,7 @@ Three parts, each from runs of the ``netpis`` scenario:
   vs NetPIS.
 
 Plus a processing-cost estimate of NetPIS-R (wall-clock time of one decision, measured
-here, outside any model). Spec 05 gives shapes, not numbers; they are checked and
+here, outside any model). The study gives shapes, not numbers; they are checked and
 written to ``comparison.csv`` as shape rows, met or not.
 """
 
@@ -24,24 +24,21 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from mqoe.device.profiles import load_profile
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
-from mqoe.experiments.parallel import map_jobs
+from mqoe.experiments.reproduction import PlannedRun, Reproduction
 from mqoe.metrics.units import unit_of
 from mqoe.policies.netpis import Allocator, SocketObservation
 from mqoe.results import MetricRow
 from mqoe.results.comparison import ComparisonRow, write_comparison_csv
 from mqoe.results.store import RunRecord
 from mqoe.workloads.netpis import bg_rate, recovery_s
-from mqoe.workloads.runner import run_scenario
 
 PROFILE = "nexus-5"  # network-bound: the phone's CPU is not modelled here
 SEED = 1
@@ -51,7 +48,7 @@ SEED = 1
 SEQ_SEEDS = (1, 2, 3, 4, 5, 6)
 QUICK_SEQ_SEEDS = (1, 2)
 SEQ_VARIANTS = ("original", "fg-only", "bg-only", "both", "netpis")
-# Ten videos of 1–7 min, five per service (spec 05: "ten videos, two services").
+# Ten videos of 1–7 min, five per service (the study: "ten videos, two services").
 VIDEOS = (
     *(("a", s) for s in (60, 120, 180, 300, 420)),
     *(("b", s) for s in (90, 150, 240, 360, 420)),
@@ -72,7 +69,7 @@ SEQ_REGIMES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("kernel", ()),
     ("64k", (("fg_rcvbuf_kb", "64"),)),
 )
-# Who else uses the AP ("all phones on one Wi-Fi AP", spec 05, says no more): two other
+# Who else uses the AP ("all phones on one Wi-Fi AP", the study says no more): two other
 # phones each running a download, or the phone alone. NetPIS's delayed-ACK rule frees
 # airtime; with other phones downloading, the AP shares what it frees among all of them.
 OTHER_PHONES = (2, 0)
@@ -122,15 +119,6 @@ def jobs(quick: bool) -> list[Job]:
             memory += small if quick else ()
             out.append(Job("memory", f"{app}|{variant}", memory))
     return out
-
-
-def _run(job: Job) -> RunRecord:
-    return run_scenario("netpis", load_profile(PROFILE), job.seed, dict(job.overrides))
-
-
-def run_jobs(quick: bool, workers: int | None = None) -> list[tuple[Job, RunRecord]]:
-    todo = jobs(quick)
-    return list(zip(todo, map_jobs(_run, todo, workers), strict=True))
 
 
 def _metric(record: RunRecord, name: str) -> float:
@@ -242,7 +230,7 @@ def _phones(others: int) -> str:
 
 
 def shape_checks(t: dict[str, pd.DataFrame]) -> list[ComparisonRow]:
-    """Spec 05's shape claims on the simulated numbers (met or not, never forced); the
+    """The study's shape claims on the simulated numbers (met or not, never forced); the
     seq claims once per AP configuration and foreground regime."""
     rows = []
     for others, regime in dict.fromkeys(zip(t["seq"]["other_phones"], t["seq"]["fg_rcvbuf"],
@@ -439,20 +427,19 @@ def summary_markdown(t: dict[str, pd.DataFrame], checks: list[ComparisonRow], qu
     )
 
 
-class NetPis:
+class NetPis(Reproduction[Job]):
     name = "netpis"
     title = "NetPIS: receiver-side network isolation of the foreground app (2015)"
 
-    def __init__(self, runner: Callable[[bool], list[tuple[Job, RunRecord]]] | None = None):
-        self._runner = runner or run_jobs
+    def plan(self, quick: bool) -> list[PlannedRun[Job]]:
+        """One ``netpis`` run per job."""
+        return [PlannedRun(j, "netpis", PROFILE, j.seed, dict(j.overrides)) for j in jobs(quick)]
 
-    def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        results = self._runner(quick)
+    def write(self, results: list[tuple[Job, RunRecord]], out_dir: Path, quick: bool) -> Path:
         t = tables(results)
         checks = shape_checks(t)
         path = write_outputs(
             out_dir,
-            (record for _, record in results),
             metric_rows(t),
             ("summary.md", summary_markdown(t, checks, quick, decision_cost_us())),
         )

@@ -9,29 +9,24 @@ from typing import Any
 
 from mqoe.results import (
     MetricRow,
-    ResultsStore,
     atomic_write,
     atomic_write_text,
     write_metrics_csv,
 )
 from mqoe.results.comparison import ComparisonRow, write_comparison_csv
-from mqoe.results.store import RunRecord
 
 
 def write_outputs(
     out_dir: Path,
-    records: Iterable[RunRecord],
     rows: Iterable[MetricRow],
     markdown: tuple[str, str],
     comparison: Iterable[ComparisonRow] = (),
 ) -> Path:
-    """Store every run under ``out_dir/results``, write ``metrics.csv``, the Markdown
-    summary ``(file name, text)`` and ``comparison.csv`` (published beside simulated);
-    returns metrics.csv's path. Figures are the caller's."""
+    """Write ``metrics.csv``, the Markdown summary ``(file name, text)`` and
+    ``comparison.csv`` (published beside simulated); returns metrics.csv's path. The runs
+    are already in ``out_dir/results`` (:mod:`mqoe.experiments.reproduction`); figures
+    are the caller's."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    store = ResultsStore(out_dir / "results")
-    for record in records:
-        store.write(record)
     path = write_metrics_csv(out_dir / "metrics.csv", rows)
     atomic_write_text(out_dir / markdown[0], markdown[1])
     write_comparison_csv(out_dir / "comparison.csv", comparison)

@@ -24,21 +24,18 @@ imposed), and the runs under ``results/``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from mqoe.device.profiles import load_profile
 from mqoe.experiments.citations import CITATIONS
 from mqoe.experiments.outputs import save_figure, write_outputs
-from mqoe.experiments.parallel import map_jobs
+from mqoe.experiments.reproduction import PlannedRun, Reproduction
 from mqoe.metrics.units import unit_of
 from mqoe.results import MetricRow
 from mqoe.results.comparison import ComparisonRow
 from mqoe.results.store import RunRecord
-from mqoe.workloads.runner import run_scenario
 
 NAME = "pressure-meets-network"
 PROFILE = "nokia-1"  # the memory-pressure study's low-end phone
@@ -94,20 +91,6 @@ def cells(quick: bool) -> list[Cell]:
     pressures = QUICK_PRESSURES if quick else PRESSURES
     networks = QUICK_NETWORKS if quick else tuple(NETWORKS)
     return [Cell(p, n, r) for p in pressures for n in networks for r in RULES]
-
-
-def _run(args: tuple[Cell, int, bool]) -> RunRecord:
-    cell, seed, quick = args
-    return run_scenario("video-stream", load_profile(PROFILE), seed, cell.overrides(quick))
-
-
-def run_cells(quick: bool, workers: int | None = None) -> list[tuple[Cell, RunRecord]]:
-    """Every cell × seed, on all local cores."""
-    jobs = [
-        (cell, seed, quick) for cell in cells(quick) for seed in (QUICK_SEEDS if quick else SEEDS)
-    ]
-    records = map_jobs(_run, jobs, workers)
-    return [(cell, record) for (cell, _, _), record in zip(jobs, records, strict=True)]
 
 
 def summary_table(results: list[tuple[Cell, RunRecord]]) -> pd.DataFrame:
@@ -263,23 +246,26 @@ def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     return paths
 
 
-class PressureMeetsNetwork:
+class PressureMeetsNetwork(Reproduction[Cell]):
     name = NAME
     title = (
         "Pressure meets network: memory pressure and a shared Wi-Fi/TCP bottleneck on one "
         "phone's video (mqoe's cross-resource study)"
     )
 
-    def __init__(self, runner: Callable[[bool], list[tuple[Cell, RunRecord]]] | None = None):
-        self._runner = runner or run_cells
+    def plan(self, quick: bool) -> list[PlannedRun[Cell]]:
+        """Every cell × seed: one ``video-stream`` run each."""
+        return [
+            PlannedRun(cell, "video-stream", PROFILE, seed, cell.overrides(quick))
+            for cell in cells(quick)
+            for seed in (QUICK_SEEDS if quick else SEEDS)
+        ]
 
-    def reproduce(self, out_dir: Path, quick: bool) -> Path:
-        results = self._runner(quick)
+    def write(self, results: list[tuple[Cell, RunRecord]], out_dir: Path, quick: bool) -> Path:
         table = summary_table(results)
         seeds = len(QUICK_SEEDS if quick else SEEDS)
         path = write_outputs(
             out_dir,
-            (record for _, record in results),
             metric_rows(table),
             ("summary.md", summary_markdown(table, quick, seeds)),
             [

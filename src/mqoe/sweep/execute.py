@@ -139,6 +139,7 @@ def run_sweep(
     backend: Backend | None = None,
     *,
     resume: bool = False,
+    replace: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> SweepSummary:
     """Run every job of ``sweep`` not yet stored under ``out``; store each as it ends.
@@ -148,11 +149,15 @@ def run_sweep(
     A run that raises, whose worker dies, or whose record the store refuses is a failed
     run: stored in ``failures/`` with the error's type and message, counted in the
     summary, and tried again by the next resume; the other runs go on. ``out`` must be
-    a writable folder (checked before any run starts: ``UserError``).
+    a writable folder (checked before any run starts: ``UserError``). With ``replace``
+    every run is simulated again and replaces its stored version (each atomically: until
+    its new record is committed the old one stays whole).
     """
+    if resume and replace:
+        raise ValueError("resume skips stored runs and replace runs them again: not both")
     backend = backend or Backend()
     store = ResultsStore(ensure_output_dir(out, "results folder"))
-    done = store.run_ids() & {job.run_id for job in sweep.jobs}
+    done = set() if replace else store.run_ids() & {job.run_id for job in sweep.jobs}
     if done and not resume:
         raise UserError(
             f"{len(done)} of the {len(sweep.jobs)} runs of sweep {sweep.name!r} are already "
