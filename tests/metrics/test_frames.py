@@ -38,3 +38,27 @@ def test_frames_whose_deadline_lies_past_the_window_are_not_counted() -> None:
 def test_no_frames_at_all_means_every_frame_missed() -> None:
     summary = deadline_summary(_frames([]), PERIOD, 100)
     assert summary["missed_deadline_rate"] == 1.0
+
+
+def test_playback_summary_counts_unshown_frames_as_drops_and_bins_shown_ones_per_second() -> None:
+    from mqoe.metrics.frames import playback_summary
+
+    start = 5 * 10**9
+    period = 40 * 10**6  # 25 fps
+    frames = pd.DataFrame(
+        {
+            "due_ns": [start + k * period for k in range(60)],
+            "shown": [k % 4 != 0 for k in range(60)],  # every fourth frame dropped
+        }
+    )
+    metrics, per_second = playback_summary(frames, due=60, start_ns=start, played_s=2.0)
+    assert metrics["frame_drop_pct"] == pytest.approx(25.0)
+    assert metrics["rendered_fps"] == pytest.approx(45 / 2.0)
+    assert per_second["second"].tolist() == [0, 1, 2]  # 2.4 s of frames
+    assert per_second["rendered_fps"].tolist() == [25 - 7, 25 - 6, 10 - 2]
+    # Frames due but never handled (the decoder fell behind) are drops too.
+    assert playback_summary(frames, due=90, start_ns=start, played_s=3.0)[0][
+        "frame_drop_pct"
+    ] == pytest.approx(50.0)
+    empty = frames.iloc[:0]
+    assert playback_summary(empty, due=0, start_ns=start, played_s=1.0)[0]["frame_drop_pct"] == 100

@@ -27,6 +27,7 @@ from mqoe.device.cpu import Fair
 from mqoe.device.memory import Memory
 from mqoe.device.phone import Phone
 from mqoe.engine import seconds
+from mqoe.metrics.frames import playback_summary
 from mqoe.metrics.sched import STATE_COLUMNS, preemption_summary, thread_states
 from mqoe.params import NEGATIVE_OK, bounds
 from mqoe.policies.abr import (
@@ -249,12 +250,6 @@ def collect_session(phone: Phone, params: VideoParams, state: dict[str, object])
     )
     crashed = player.crashed_during_playback()
     due = player.frames_due(player.crashed_ns if crashed else now)
-    shown = int(frames["shown"].sum()) if len(frames) else 0
-    per_second = (
-        frames.loc[frames["shown"].astype(bool)]
-        .assign(second=lambda f: (f["due_ns"] - start_ns) // 10**9)
-        .groupby("second").size().rename("rendered_fps").reset_index()
-    )  # fmt: skip
     threads = pd.DataFrame(phone.cpu.thread_table())
     window = _playback_window(threads, state)
     preemptions = pd.DataFrame(phone.cpu.preemptions.rows())
@@ -264,6 +259,7 @@ def collect_session(phone: Phone, params: VideoParams, state: dict[str, object])
         preemptions = preemptions.loc[in_window]
     cpu = threads.set_index("thread")["running_ns"]
     played_s = max(1e-9, min(params.duration_s, (now - start_ns) / 1e9))
+    playback, per_second = playback_summary(frames, due, start_ns, played_s)
     kills = pd.DataFrame(
         [
             (k.time_ns, k.pid, k.name, k.oom_score_adj, k.rss_pages, k.reason)
@@ -274,10 +270,10 @@ def collect_session(phone: Phone, params: VideoParams, state: dict[str, object])
     memory = phone.memory
     generator = state.get("generator")
     metrics: dict[str, float | int | bool | str] = {
-        "frame_drop_pct": 100.0 * (1 - shown / due) if due else 100.0,
+        "frame_drop_pct": playback["frame_drop_pct"],
         "crashed": crashed,
         "crash_time_s": (player.crashed_ns - start_ns) / 1e9 if crashed else -1.0,
-        "rendered_fps": shown / played_s,
+        "rendered_fps": playback["rendered_fps"],
         "frames_due": due,
         "pss_mb": player.pss_pages() / 256,
         "kills": len(kills),
