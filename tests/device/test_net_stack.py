@@ -202,3 +202,59 @@ def test_hosts_without_a_stack_are_unchanged() -> None:
 def test_spec_rejects_nonsense(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         NetStackSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def _bulk(phone: Phone, proc, thread, seconds_: float = 3.0):  # type: ignore[no-untyped-def]
+    flow = BulkFlow(phone.net, "server", "phone", TcpConfig(), owner=(proc, thread))
+    flow.start()
+    phone.run(seconds(seconds_))
+    assert flow.connection.socket is not None
+    return flow.connection.socket
+
+
+def test_a_polling_app_reads_once_a_period_so_data_waits_between_reads() -> None:
+    epoll = _phone()
+    sock_epoll = _bulk(epoll, *_app(epoll))
+    polling = _phone()
+    proc, thread = _app(polling)
+    stack = polling.stack
+    assert stack is not None
+    reader = stack.read_periodically(proc, thread, ms(20))
+    sock = _bulk(polling, proc, thread)
+    assert not sock.wakes and sock_epoll.wakes
+    assert sock.bytes_read > 0 and reader.bytes_read == sock.bytes_read
+    assert _running_ns(polling, "net") > 0  # the reads ran on the app's thread
+    # 20 ms of a 20 Mbit/s flow waits between reads; an epoll reader takes it as it comes.
+    assert sock.peak_pages > 2 * sock_epoll.peak_pages
+    # Each period's drain is a few 64 KB reads: far fewer calls than one per delivery.
+    assert sock.reads < sock_epoll.reads
+    polling.memory.check()
+
+
+def test_a_socket_bound_before_polling_starts_stops_waking_and_a_stopped_poller_stops() -> None:
+    phone = _phone()
+    proc, thread = _app(phone)
+    flow = BulkFlow(phone.net, "server", "phone", TcpConfig(), owner=(proc, thread))
+    flow.start()
+    phone.run(seconds(1))
+    sock = flow.connection.socket
+    assert sock is not None and sock.wakes
+    stack = phone.stack
+    assert stack is not None
+    reader = stack.read_periodically(proc, thread, ms(50))
+    assert not sock.wakes
+    phone.run(seconds(2))
+    reader.stopped = True
+    phone.run(seconds(2.1))  # the reader's last sleep ends; nothing reads after it
+    read = sock.bytes_read
+    phone.run(seconds(4))
+    assert sock.bytes_read == read
+    assert flow.connection.sender.rwnd_limited_ns > 0  # the unread buffer closed the window
+
+
+def test_a_polling_period_must_be_positive() -> None:
+    phone = _phone()
+    proc, thread = _app(phone)
+    assert phone.stack is not None
+    with pytest.raises(ValueError, match="period"):
+        phone.stack.read_periodically(proc, thread, 0)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from mqoe.apps.playback import PlaybackBuffer
 from mqoe.apps.streaming import SegmentFetcher, http_fetch
 from mqoe.device.net import BulkFlow, Connection, HttpClient, Network, TcpConfig
+from mqoe.device.net.network import Owner
 from mqoe.engine import Environment, Event, seconds
 from mqoe.policies.abr.base import AbrRule, Download, Representation
 
@@ -131,10 +132,12 @@ class AppStoreDownload:
     """One long download of ``nbytes`` from ``server`` (the NetPIS study's app-store update)."""
 
     def __init__(
-        self, net: Network, server: str, client: str, cfg: TcpConfig, pid: int,
-        nbytes: int = APP_STORE_BYTES,
+        self, net: Network, server: str, client: str, cfg: TcpConfig, owner_pid: int = -1,
+        nbytes: int = APP_STORE_BYTES, owner: Owner | None = None,
     ) -> None:  # fmt: skip
-        self.flow = BulkFlow(net, server, client, cfg, auto_read=False, owner_pid=pid)
+        self.flow = BulkFlow(
+            net, server, client, cfg, auto_read=False, owner_pid=owner_pid, owner=owner
+        )
         self.nbytes = nbytes
 
     def start(self) -> None:
@@ -163,9 +166,10 @@ class BrowsingApp:
         server: str,
         client: str,
         cfg: TcpConfig,
-        pid: int,
         rng: object,
         *,
+        owner_pid: int = -1,
+        owner: Owner | None = None,
         pages: int,
         objects: int = 30,
         parallel: int = 6,  # browsers keep up to 6 connections per host (HTTP/1.1 practice)
@@ -175,7 +179,7 @@ class BrowsingApp:
     ) -> None:
         self.env = env
         self.clients = [
-            HttpClient(net, server, client, cfg, auto_read=False, owner_pid=pid)
+            HttpClient(net, server, client, cfg, auto_read=False, owner_pid=owner_pid, owner=owner)
             for _ in range(parallel)
         ]
         self.rng = rng

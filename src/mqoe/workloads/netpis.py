@@ -26,7 +26,7 @@ Modes:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -35,7 +35,9 @@ from typing import Any
 import pandas as pd
 
 from mqoe.apps.net_apps import AppStoreDownload, BrowsingApp, SocketReader, VideoApp
+from mqoe.device.cpu import Fair
 from mqoe.device.net import BulkFlow, Connection, HttpClient, Network, TcpConfig, WifiMedium
+from mqoe.device.net.stack import PollingReader
 from mqoe.device.phone import Phone
 from mqoe.device.process import FOREGROUND_APP_ADJ, PREVIOUS_APP_ADJ, SERVICE_ADJ, Process
 from mqoe.engine import Environment, ms, seconds
@@ -95,6 +97,10 @@ class NetPisScenarioParams:
     fg_rcvbuf_kb: float = 0.0
     other_stations: int = 2  # other phones on the AP, each with a bulk download (NetPIS)
     read_period_ms: float = 20.0  # apps' read loop (calibration)
+    # The phone's receive path (mqoe.device.net.stack): packets processed in softirq on
+    # the phone's CPU, queued data charged to the apps' kernel memory, and each app's
+    # polling reads run on its loader thread. False: the network costs the phone nothing.
+    stack: bool = False
     control_period_ms: float = 10.0  # NetPIS decisions (the paper: per packet)
     idle_s: float = 1.0  # a foreground process idle this long has no foreground flow
     exceptions: str = ""  # comma-separated process names NetPIS never throttles
@@ -226,14 +232,41 @@ def _network(phone: Phone, params: NetPisScenarioParams) -> tuple[Network, WifiM
     return phone.net, medium
 
 
-def _video(env: Environment, net: Network, tcp: TcpConfig, proc: Process, service: str,
+def _video(env: Environment, net: Network, tcp: TcpConfig, owner: AppOwner, service: str,
            video_s: float) -> VideoApp:  # fmt: skip
     ladder_kbps, segment_s, ahead_s = SERVICES[service]
-    http = HttpClient(net, "video-server", "phone", tcp, auto_read=False, owner_pid=proc.pid)
+    http = HttpClient(net, "video-server", "phone", tcp, auto_read=False, **owner.kwargs)
     rule = ConservativeThroughput(mode="discrete", discrete_safety=0.8)
     ladder = tuple(Representation(float(r)) for r in ladder_kbps)
     return VideoApp(env, http, rule, ladder, video_s=video_s, segment_s=segment_s,
                     buffer_max_s=ahead_s)  # fmt: skip
+
+
+class AppOwner:
+    """An app's process and, on the phone's receive path, the loader thread that reads
+    its sockets by polling; without the path, its sockets are read by a plain timer."""
+
+    def __init__(self, phone: Phone, proc: Process, params: NetPisScenarioParams) -> None:
+        self.proc = proc
+        self.thread = None
+        if params.stack:
+            self.thread = phone.cpu.thread("loader", Fair(0), process=proc.name)
+            phone.processes.add_threads(proc, [self.thread])
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The owner as the network's flows take it."""
+        if self.thread is None:
+            return {"owner_pid": self.proc.pid}
+        return {"owner": (self.proc, self.thread)}
+
+    def reader(
+        self, phone: Phone, period_ns: int, sockets: Callable[[], Sequence[Connection]]
+    ) -> SocketReader | PollingReader:
+        if self.thread is None:
+            return SocketReader(phone.env, period_ns, sockets)
+        assert phone.stack is not None
+        return phone.stack.read_periodically(self.proc, self.thread, period_ns)
 
 
 class NetPisScenario:
@@ -247,6 +280,8 @@ class NetPisScenario:
     def build(self, phone: Phone, params: NetPisScenarioParams) -> Session:
         env = phone.env
         net, medium = _network(phone, params)
+        if params.stack:
+            phone.attach_network("phone")
         # Linux defaults; rcvbuf 1 MB = Android 4.x wifi tcp_rmem default.
         tcp = TcpConfig(ack_counting=params.ack_counting,  # type: ignore[arg-type]
                         cwnd_validation=params.cwnd_validation)  # fmt: skip
@@ -261,32 +296,35 @@ class NetPisScenario:
             state.others.append(other)
         with_bg = params.mode == "seq" or params.background
         if with_bg:
-            store = procs.spawn("com.android.vending", SERVICE_ADJ, env.now)
-            state.bg = AppStoreDownload(net, "store-server", "phone", tcp, store.pid)
+            store = AppOwner(
+                phone, procs.spawn("com.android.vending", SERVICE_ADJ, env.now), params
+            )
+            state.bg = AppStoreDownload(net, "store-server", "phone", tcp, **store.kwargs)
             state.bg.start()
             bg_conn = state.bg.connection
-            state.readers.append(SocketReader(env, read_ns, lambda: (bg_conn,)))
+            state.readers.append(store.reader(phone, read_ns, lambda: (bg_conn,)))
         fg_start = seconds(params.fg_start_s if params.mode == "seq" else 0.0)
         end_ns = seconds(params.duration_s)
 
         def start_fg(_: object) -> None:
             name = "com.google.android.youtube" if params.app == "video" else "com.android.browser"
             proc = procs.spawn(name, FOREGROUND_APP_ADJ, env.now)
+            owner = AppOwner(phone, proc, params)
             state.fg_pid = proc.pid
             if params.mode == "memory" and params.app == "browsing":
-                browser = BrowsingApp(env, net, "web-server", "phone", tcp, proc.pid,
-                                      env.rng("browsing"), pages=params.pages)  # fmt: skip
+                browser = BrowsingApp(env, net, "web-server", "phone", tcp, env.rng("browsing"),
+                                      pages=params.pages, **owner.kwargs)  # fmt: skip
                 state.browser = browser
-                state.readers.append(SocketReader(env, read_ns, lambda: browser.connections))
+                state.readers.append(owner.reader(phone, read_ns, lambda: browser.connections))
                 done = browser.done
             else:
                 fg_tcp = tcp
                 if params.fg_rcvbuf_kb:
                     fg_tcp = replace(tcp, rcvbuf_bytes=max(1, round(params.fg_rcvbuf_kb * 1024)))
-                video = _video(env, net, fg_tcp, proc, params.service, params.video_s)
+                video = _video(env, net, fg_tcp, owner, params.service, params.video_s)
                 state.video = video
                 http = video.http
-                state.readers.append(SocketReader(env, read_ns, lambda: http.connections))
+                state.readers.append(owner.reader(phone, read_ns, lambda: http.connections))
                 done = video.done
             done.callbacks.append(lambda _: finish_fg(proc))  # type: ignore[union-attr]
 
@@ -337,7 +375,7 @@ class _State:
         self.bg: AppStoreDownload | None = None
         self.video: VideoApp | None = None
         self.browser: BrowsingApp | None = None
-        self.readers: list[SocketReader] = []
+        self.readers: list[SocketReader | PollingReader] = []
         self.others: list[BulkFlow] = []
         self.fg_pid = -2
         self.fg_end_ns = -1

@@ -27,6 +27,8 @@ Linux's path for a TCP segment arriving at a phone, as modelled here:
    in ``read_chunk_bytes`` calls, each a syscall plus a copy per byte (``tcp_recvmsg``),
    and only a read frees buffer space — so a thread starved of CPU leaves data queued,
    the advertised window (the buffer's free space) shrinks, and the sender slows down.
+   An app may instead poll (:meth:`NetStack.read_periodically`): its thread wakes every
+   period and drains each of its sockets, so data waits up to a period between reads.
 
 Only data segments take this path; handshake packets and the phone's requests cost
 nothing here. A killed process's sockets close: their memory is freed, their senders
@@ -102,6 +104,7 @@ class Socket:
         self.drops = 0  # segments dropped for want of memory
         # The application's consumer of what it reads (the HttpClient's byte counter).
         self.consumer: Callable[[int], None] | None = None
+        self.wakes = True  # data wakes the reader (epoll); False: the app polls
         self._reading = False
         self._reader_name = "read " + conn.name
 
@@ -139,28 +142,33 @@ class Socket:
     # -- the app's side ---------------------------------------------------------------
     def delivered(self, _: int) -> None:
         """TCP has in-order data for the app: wake its reader (epoll)."""
-        if self.open and not self._reading:
+        if self.open and self.wakes and not self._reading:
             self._reading = True
             self.stack.env.process(self._read_loop(), self._reader_name)
 
     def _read_loop(self) -> Generator[Event, object, None]:
-        stack, rcv, cpu = self.stack, self.conn.receiver, self.stack.cpu
-        spec = stack.spec
         try:
-            while self.open and rcv.unread and self.thread.alive:
-                chunk = min(rcv.unread, spec.read_chunk_bytes)
-                cycles = spec.read_cycles_per_call + spec.copy_cycles_per_byte * chunk
-                yield cpu.run(self.thread, cycles)
-                if not self.open:
-                    return
-                got = rcv.read(chunk)
-                self._settle()
-                self.bytes_read += got
-                self.reads += 1
-                if self.consumer is not None and got:
-                    self.consumer(got)
+            yield from self.drain()
         finally:
             self._reading = False
+
+    def drain(self) -> Generator[Event, object, None]:
+        """Read on the owner's thread until nothing is queued: a syscall plus a copy per
+        byte for each ``read_chunk_bytes`` chunk."""
+        rcv, cpu, spec = self.conn.receiver, self.stack.cpu, self.stack.spec
+        while self.open and rcv.unread and self.thread.alive:
+            chunk = min(rcv.unread, spec.read_chunk_bytes)
+            yield cpu.run(
+                self.thread, spec.read_cycles_per_call + spec.copy_cycles_per_byte * chunk
+            )
+            if not self.open:
+                return
+            got = rcv.read(chunk)
+            self._settle()
+            self.bytes_read += got
+            self.reads += 1
+            if self.consumer is not None and got:
+                self.consumer(got)
 
     def close(self) -> None:
         """The owner is gone: free the buffers, stop the sender, drop later arrivals."""
@@ -194,6 +202,7 @@ class NetStack:
         self.ksoftirqd = cpu.thread(f"ksoftirqd/{core}", Fair(0), process="kernel", cpus=(core,))
         self.sockets: list[Socket] = []
         self._owners: set[int] = set()  # pids whose kill closes their sockets
+        self._polling: set[int] = set()  # pids that read by polling (read_periodically)
         self._backlog: deque[tuple[Packet, Socket]] = deque()
         self._busy = False
         self._deferred = False  # pending work belongs to ksoftirqd
@@ -215,6 +224,7 @@ class NetStack:
         if conn.client != self.host:
             raise ValueError(f"{conn.name} does not end at {self.host!r}")
         sock = Socket(self, conn, process, thread)
+        sock.wakes = process.pid not in self._polling
         sock.consumer, conn.on_data = conn.on_data, sock.delivered
         conn.receiver.auto_read = False
         conn.sender.sink = lambda packet: self._ingress(packet, sock)
@@ -224,6 +234,17 @@ class NetStack:
             self._owners.add(process.pid)
             process.on_kill.append(lambda _: self._close_of(process))
         return sock
+
+    def read_periodically(self, process: Process, thread: Thread, period_ns: int) -> PollingReader:
+        """``process`` reads its sockets by polling: every ``period_ns`` ``thread`` drains
+        each of them (its sockets bound before or after this no longer wake a reader)."""
+        if period_ns <= 0:
+            raise ValueError("the read period must be positive")
+        self._polling.add(process.pid)
+        for sock in self.sockets:
+            if sock.process is process:
+                sock.wakes = False
+        return PollingReader(self, process, thread, period_ns)
 
     def _close_of(self, process: Process) -> None:
         for sock in self.sockets:
@@ -273,3 +294,27 @@ class NetStack:
             self._deferred = True  # wakeup_softirqd: the rest waits for ksoftirqd
             self.deferrals += 1
         self._poll()
+
+
+class PollingReader:
+    """An app's read loop on the phone: ``thread`` wakes every ``period_ns`` and drains
+    each open socket of ``process`` (:meth:`Socket.drain`), then sleeps again."""
+
+    def __init__(self, stack: NetStack, process: Process, thread: Thread, period_ns: int) -> None:
+        self.stack = stack
+        self.process = process
+        self.thread = thread
+        self.period_ns = period_ns
+        self.stopped = False
+        stack.env.process(self._run(), "poll " + process.name)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(s.bytes_read for s in self.stack.sockets if s.process is self.process)
+
+    def _run(self) -> Generator[Event, object, None]:
+        env = self.stack.env
+        while not self.stopped and self.thread.alive:
+            yield env.timeout(self.period_ns)
+            for sock in [s for s in self.stack.sockets if s.process is self.process and s.open]:
+                yield from sock.drain()
