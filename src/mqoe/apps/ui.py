@@ -29,86 +29,49 @@ Work is never looked up: measure/layout costs cycles per view measured, inflatio
 binding cycles per view created or bound, drawing cycles per megapixel *painted* —
 counting every layer the painter's algorithm draws, including those an opaque layer
 above hides (overdraw, :mod:`mqoe.analysis.layout`'s exact count) — plus cycles per
-drawing layer; images the workers decode are uploaded as textures by the next frame's
-RenderThread. :meth:`ViewHierarchy.trim_redundant_layers` is the RUIR fix: layers that
-opaque layers above cover completely stop painting.
+drawing layer (:mod:`mqoe.apps.ui_costs`); images the workers decode are uploaded as
+textures by the next frame's RenderThread. :meth:`ViewHierarchy.trim_redundant_layers`
+(:mod:`mqoe.apps.view_hierarchy`) is the RUIR fix: layers that opaque layers above cover
+completely stop painting.
 
-Apps are TOML data (``apps/catalog/ui_apps.toml``, :func:`load_ui_apps`): a view
-hierarchy, an interaction script and where the app does I/O and Binder calls.
+Apps are TOML data (``apps/catalog/ui_apps.toml``, :func:`load_ui_apps` in
+:mod:`mqoe.apps.ui_catalog`): a view hierarchy, an interaction script and where the app
+does I/O and Binder calls. This module is the app itself: its threads and the frame
+pipeline above.
 """
 
 from __future__ import annotations
 
-import tomllib
 from collections import deque
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from functools import cache
-from importlib import resources
-from types import MappingProxyType
-from typing import Annotated, Any, Literal
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mqoe.device.binder import TRANSACTION_CYCLES, BinderPool
+from mqoe.apps.ui_catalog import (
+    CATALOGUE,
+    Action,
+    Rect,
+    StepSpec,
+    UiAppSpec,
+    ViewSpec,
+    load_ui_apps,
+    ui_app,
+)
+from mqoe.apps.ui_costs import RenderCosts, draw_cycles
+from mqoe.apps.view_hierarchy import ViewHierarchy
+from mqoe.device.binder import BinderPool
 from mqoe.device.cpu import Fair, SchedPolicy, Thread, ThreadState
 from mqoe.device.display import BufferQueue, Display, android_major
 from mqoe.device.phone import Phone
 from mqoe.engine import Event
-from mqoe.errors import UserError
-from mqoe.metrics.overdraw import OverdrawStats, ViewNode, overdraw
 
-CATALOGUE = "ui_apps.toml"
 # A frame window is LITTLE-saturated when every LITTLE core was busy for at least half
 # of it (the same rule as the systrace analyser, mqoe.analysis.systrace).
 SATURATED_FRAME_FRACTION = 0.5
 _JITTER_BLOCK = 512  # lognormal multipliers drawn per numpy call
-
-
-@dataclass(frozen=True, slots=True)
-class RenderCosts:
-    """CPU costs of UI work, in reference cycles (Cortex-A53 cycles; see device/cpu.py).
-
-    All values are assumptions (documented per field); work in reference cycles makes one
-    constant serve every phone — faster cores finish it sooner."""
-
-    # Input handling, animation callbacks and Choreographer bookkeeping per frame
-    # (assumed: ~0.6 ms on a 1.5 GHz A53, as systrace "Choreographer#doFrame" slices of
-    # list apps on low-end phones show before measure/layout).
-    frame_base_cycles: float = 1.0e6
-    # Measure + layout of one view (assumed: ~25 µs on a 1.5 GHz A53 — text views
-    # measure their text; a few ms for a screen of a hundred views).
-    layout_cycles_per_node: float = 40_000.0
-    # Inflating one view from XML (assumed: ~0.2 ms on a 1.5 GHz A53: parsing,
-    # reflection, the constructor, resources; why RecyclerView recycles view holders).
-    inflate_cycles_per_node: float = 300_000.0
-    # Binding data to one recycled view (assumed: ~0.1 ms on a 1.5 GHz A53: setText with
-    # its text layout, an image request).
-    bind_cycles_per_node: float = 150_000.0
-    # RenderThread work per megapixel painted, folding in the GPU fill it waits for
-    # (assumed: a full-HD layer ≈ 1.7 ms on a 1.8 GHz A53 with an Adreno 5xx at an
-    # effective ~1–2 Gpx/s with blending).
-    draw_cycles_per_mpixel: float = 1.5e6
-    # Recording and issuing one drawing view's display-list ops (assumed: ~30 µs; text
-    # goes through the glyph cache).
-    draw_cycles_per_layer: float = 50_000.0
-    # Uploading a newly decoded bitmap as a GPU texture in the next frame's sync stage
-    # (assumed: 4 bytes/px at an effective ~1.2 GB/s on a 1.8 GHz A53: ~3.3 ms per Mpx).
-    upload_cycles_per_mpixel: float = 6.0e6
-    # Decoding an image on a worker (assumed: libjpeg-turbo ≈ 45 Mpx/s on a 1.8 GHz A53).
-    decode_cycles_per_mpixel: float = 40e6
-    # A Binder round trip beyond the server's own work (mqoe.device.binder).
-    binder_transaction_cycles: float = TRANSACTION_CYCLES
-    # Frame-to-frame spread of UI work (content varies): sigma of a mean-one lognormal.
-    frame_cost_sigma: float = 0.25
-
-    def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative")
 
 
 def thread_policies(android: int) -> tuple[SchedPolicy, SchedPolicy]:
@@ -116,299 +79,6 @@ def thread_policies(android: int) -> tuple[SchedPolicy, SchedPolicy]:
     both to nice −10 (``TOP_APP_PRIORITY_BOOST``); before, the main thread ran at the
     default nice 0 and hwui's RenderThread at −4 (``PRIORITY_DISPLAY``)."""
     return (Fair(-10), Fair(-10)) if android >= 8 else (Fair(0), Fair(-4))
-
-
-# -- catalogue (TOML at the file boundary) ---------------------------------------------
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-Rect = Annotated[tuple[float, float, float, float], Field(strict=False)]
-
-
-class ViewSpec(_Model):
-    """A view template: ``rect`` is (left, top, right, bottom) as fractions of its
-    parent's box; ``repeat`` copies stack vertically, splitting that rect's height
-    (a list's rows). ``parent`` names an earlier view ("" = a root)."""
-
-    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    parent: str = ""
-    rect: Rect = (0.0, 0.0, 1.0, 1.0)
-    draws: bool = False  # paints a layer (background or content)
-    opaque: bool = False  # that layer hides what is below it
-    repeat: int = Field(default=1, ge=1, le=64)
-
-    @model_validator(mode="after")
-    def _rect_inside(self) -> ViewSpec:
-        left, top, right, bottom = self.rect
-        if not (0 <= left < right <= 1 and 0 <= top < bottom <= 1):
-            raise ValueError(
-                f"view {self.id!r}: rect must satisfy 0 <= l < r <= 1, 0 <= t < b <= 1"
-            )
-        return self
-
-
-Action = Literal["fling", "open", "back", "media", "game", "idle"]
-
-
-class StepSpec(_Model):
-    """One scripted interaction (see ``ui_apps.toml`` for the meaning of each field)."""
-
-    action: Action
-    duration_ms: float = Field(default=0.0, ge=0)  # fling, media, game, idle
-    items: int = Field(default=0, ge=0)  # fling: list items scrolled into view
-    inflate_nodes: int = Field(default=0, ge=0)  # open: views inflated for the new screen
-    io_pages: int = Field(default=0, ge=0)  # storage reads on the main thread, 4 KB pages
-    binder_calls: int = Field(default=0, ge=0)  # synchronous calls to system_server
-    binder_mcycles: float = Field(default=0.5, ge=0)  # server work per call
-    anim_ms: float = Field(default=0.0, ge=0)  # open/back: transition frames after it
-    fps: float = Field(default=60.0, gt=0, le=240)  # media/game: frames per second
-    main_mcycles: float = Field(default=0.0, ge=0)  # extra main-thread work per frame
-    render_mcycles: float = Field(default=0.0, ge=0)  # extra RenderThread work per frame
-    scene_overdraw: float = Field(default=0.0, ge=0)  # game: extra full-screen paints
-    decode_mcycles: float = Field(default=0.0, ge=0)  # media: decoder work per frame
-    decode_fps: float = Field(default=0.0, ge=0, le=240)  # media frames/s (0: fps)
-    relayout: float | None = Field(default=None, ge=0, le=1)  # share of views laid out
-
-    @model_validator(mode="after")
-    def _has_duration(self) -> StepSpec:
-        if self.action in ("fling", "media", "game", "idle") and self.duration_ms <= 0:
-            raise ValueError(f"a {self.action} step needs duration_ms > 0")
-        return self
-
-
-class UiAppSpec(_Model):
-    """One app of ``ui_apps.toml``."""
-
-    key: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    package: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$")
-    label: str = Field(min_length=1)
-    category: str = Field(min_length=1)
-    group: Literal["benchmark", "open-source"]
-    provenance: str = Field(min_length=10)
-    workers: int = Field(default=2, ge=0, le=16)  # image-loader threads
-    list_item: str = ""  # the repeated row of the main list ("" = none)
-    image_mpx: float = Field(default=0.0, ge=0)  # decoded pixels per new list item
-    image_io_pages: int = Field(default=0, ge=0)  # disk-cache read per item image
-    # Main-thread storage reads per row bound (4 KB pages; a cursor-backed list filling
-    # its window from the database while scrolling). Read once a whole page is due.
-    row_io_pages: float = Field(default=0.0, ge=0)
-    views: Annotated[tuple[ViewSpec, ...], Field(min_length=1, strict=False)]
-    script: Annotated[tuple[StepSpec, ...], Field(min_length=1, strict=False)]
-
-    @model_validator(mode="after")
-    def _tree(self) -> UiAppSpec:
-        seen: set[str] = set()
-        for view in self.views:
-            if view.id in seen:
-                raise ValueError(f"duplicate view id {view.id!r}")
-            if view.parent and view.parent not in seen:
-                raise ValueError(f"view {view.id!r}: parent {view.parent!r} must come before it")
-            seen.add(view.id)
-        if self.list_item and self.list_item not in seen:
-            raise ValueError(f"list_item {self.list_item!r} is not a view id")
-        return self
-
-
-def load_ui_apps(text: str | None = None) -> Mapping[str, UiAppSpec]:
-    """The UI-app catalogue (``text``: a TOML document to parse instead of the packaged
-    ``ui_apps.toml``), keyed by app key. Problems are one-line UserErrors."""
-    if text is None:
-        return _packaged()
-    return _parse(text, "ui-app catalogue text")
-
-
-@cache
-def _packaged() -> Mapping[str, UiAppSpec]:
-    path = resources.files("mqoe.apps.catalog").joinpath(CATALOGUE)
-    return _parse(path.read_text(encoding="utf-8"), CATALOGUE)
-
-
-def _parse(text: str, label: str) -> Mapping[str, UiAppSpec]:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{label}: {exc}") from None
-    apps = data.get("apps")
-    if not isinstance(apps, dict) or not apps:
-        raise UserError(f"{label}: expected [apps.<key>] tables")
-    specs: dict[str, UiAppSpec] = {}
-    for key, entry in apps.items():
-        if not isinstance(entry, dict):
-            raise UserError(f"{label}: apps.{key} must be a table")
-        try:
-            specs[key] = UiAppSpec.model_validate({"key": key, **entry})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise UserError(f"{label}: apps.{key}.{where}: {first['msg']}") from None
-    return MappingProxyType(specs)
-
-
-def ui_app(key: str) -> UiAppSpec:
-    """One packaged app by key (UserError naming the known keys otherwise)."""
-    apps = load_ui_apps()
-    if key not in apps:
-        raise UserError(f"unknown UI app {key!r}; available: {', '.join(sorted(apps))}")
-    return apps[key]
-
-
-# -- view hierarchy ---------------------------------------------------------------------
-
-
-class ViewHierarchy:
-    """Concrete views on a screen, in paint order (pre-order, parents first).
-
-    Built from templates by :meth:`from_specs`; every geometric question (overdraw,
-    hidden layers) goes through :func:`mqoe.metrics.overdraw`, the exact count
-    the real-dump analyser uses, so simulated and measured overdraw mean the same."""
-
-    def __init__(self, nodes: Sequence[ViewNode], screen: tuple[int, int]) -> None:
-        self.nodes: tuple[ViewNode, ...] = tuple(nodes)
-        self.screen = screen
-        self._stats: OverdrawStats | None = None
-
-    @classmethod
-    def from_specs(cls, views: Sequence[ViewSpec], screen: tuple[int, int]) -> ViewHierarchy:
-        """Expand templates (fractional rects, repeats) into pixel views on ``screen``."""
-        children: dict[str, list[ViewSpec]] = {}
-        for view in views:
-            children.setdefault(view.parent, []).append(view)
-        nodes: list[ViewNode] = []
-        width, height = screen
-
-        def expand(view: ViewSpec, box: tuple[float, float, float, float], parent: int) -> None:
-            left, top, right, bottom = box
-            w, h = right - left, bottom - top
-            x0, y0, x1, y1 = view.rect
-            rl, rt, rr, rb = left + x0 * w, top + y0 * h, left + x1 * w, top + y1 * h
-            step = (rb - rt) / view.repeat
-            for k in range(view.repeat):
-                copy = (rl, rt + k * step, rr, rt + (k + 1) * step)
-                index = len(nodes)
-                nodes.append(
-                    ViewNode(
-                        cls=view.id,
-                        bounds=(round(copy[0]), round(copy[1]), round(copy[2]), round(copy[3])),
-                        parent=parent,
-                        draws=view.draws,
-                        opaque=view.opaque,
-                    )
-                )
-                for child in children.get(view.id, ()):
-                    expand(child, copy, index)
-
-        for root in children.get("", ()):
-            expand(root, (0.0, 0.0, float(width), float(height)), -1)
-        return cls(nodes, screen)
-
-    # -- derived values -----------------------------------------------------------------
-    @property
-    def stats(self) -> OverdrawStats:
-        """Exact per-pixel paint counts (computed once)."""
-        if self._stats is None:
-            self._stats = overdraw(self.nodes, self.screen)
-        return self._stats
-
-    @property
-    def node_count(self) -> int:
-        return len(self.nodes)
-
-    @property
-    def depth(self) -> npt.NDArray[np.int64]:
-        """Nesting depth of each view (1 = a root)."""
-        return self.stats.depth
-
-    @property
-    def area_fraction(self) -> npt.NDArray[np.float64]:
-        """Each view's clipped area as a fraction of the screen."""
-        return self.stats.area_px / self.stats.screen_px
-
-    @property
-    def drawing_layers(self) -> int:
-        return self.stats.drawing_layers
-
-    @property
-    def pixels_painted(self) -> int:
-        """Pixels painted per frame, repeats counted (what drawing costs)."""
-        return self.stats.pixels_drawn
-
-    @property
-    def mean_overdraw(self) -> float:
-        """Mean paints per screen pixel (1.0 ideal)."""
-        return self.stats.mean_overdraw
-
-    def redundant(self) -> npt.NDArray[np.int64]:
-        """Indices of drawing layers that later opaque layers cover completely."""
-        s = self.stats
-        if s.hidden_px is None:  # too large to attribute: claim nothing
-            return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(s.drawn & (s.hidden_px == s.area_px)).astype(np.int64)
-
-    @property
-    def redundant_layers(self) -> int:
-        return len(self.redundant())
-
-    def subtree_size(self, index: int) -> int:
-        """Views in the subtree rooted at ``index`` (itself included)."""
-        depth = self.depth
-        end = index + 1
-        while end < len(self.nodes) and depth[end] > depth[index]:
-            end += 1
-        return end - index
-
-    def copies(self, view_id: str) -> list[int]:
-        """Indices of the concrete copies of one template."""
-        return [i for i, node in enumerate(self.nodes) if node.cls == view_id]
-
-    # -- transforms ---------------------------------------------------------------------
-    def trim_redundant_layers(self) -> tuple[ViewHierarchy, int]:
-        """The RUIR fix: every layer that opaque layers above hide completely stops
-        painting (e.g. merging an included layout whose root repeats its parent's
-        background); a trimmed view left with no children is removed. Returns the new
-        hierarchy and how many layers were trimmed. What the user sees is unchanged —
-        the top-most layer of every pixel is never a hidden one — and one pass is a
-        fixed point (removing layers never hides another)."""
-        trimmed = self.redundant()
-        if not len(trimmed):
-            return self, 0
-        trim = set(trimmed.tolist())
-        nodes = [replace(n, draws=False) if i in trim else n for i, n in enumerate(self.nodes)]
-        n_children = [0] * len(nodes)
-        for node in nodes:
-            if node.parent >= 0:
-                n_children[node.parent] += 1
-        keep = [True] * len(nodes)
-        for i in range(len(nodes) - 1, -1, -1):  # children come after parents
-            if i in trim and n_children[i] == 0:
-                keep[i] = False
-                if nodes[i].parent >= 0:
-                    n_children[nodes[i].parent] -= 1
-        new_index = np.cumsum(keep) - 1
-        kept = [
-            replace(node, parent=int(new_index[node.parent]) if node.parent >= 0 else -1)
-            for node, k in zip(nodes, keep, strict=True)
-            if k
-        ]
-        return ViewHierarchy(kept, self.screen), len(trim)
-
-    def with_layer(
-        self, bounds: tuple[int, int, int, int], *, opaque: bool = False, parent: int = -1
-    ) -> ViewHierarchy:
-        """A copy with one more drawing view painted last (on top of everything)."""
-        node = ViewNode(cls="added", bounds=bounds, parent=parent, draws=True, opaque=opaque)
-        return ViewHierarchy((*self.nodes, node), self.screen)
-
-
-def draw_cycles(hierarchy: ViewHierarchy, costs: RenderCosts) -> float:
-    """RenderThread work to draw ``hierarchy`` once, in reference cycles: every painted
-    pixel (overdraw included) plus every drawing layer's display-list ops."""
-    return (
-        hierarchy.pixels_painted / 1e6 * costs.draw_cycles_per_mpixel
-        + hierarchy.drawing_layers * costs.draw_cycles_per_layer
-    )
 
 
 # -- services an app uses ---------------------------------------------------------------
@@ -846,3 +516,23 @@ class UiApp:
             if idle is not None:
                 self._render_idle = None
                 idle.succeed()
+
+
+__all__ = [
+    "CATALOGUE",
+    "FRAME_COLUMNS",
+    "SATURATED_FRAME_FRACTION",
+    "Action",
+    "BinderService",
+    "Rect",
+    "RenderCosts",
+    "StepSpec",
+    "UiApp",
+    "UiAppSpec",
+    "ViewHierarchy",
+    "ViewSpec",
+    "draw_cycles",
+    "load_ui_apps",
+    "thread_policies",
+    "ui_app",
+]

@@ -31,7 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from mqoe.apps.system import boot_system
-from mqoe.apps.ui import BinderService, UiApp, ui_app
+from mqoe.apps.ui import BinderService, UiApp
+from mqoe.apps.ui_catalog import ui_app
 from mqoe.device.cpu import Fair, Thread
 from mqoe.device.display import SF_CPUSETS, DisplayConfig, SfCpuset, group_cores
 from mqoe.device.phone import Phone

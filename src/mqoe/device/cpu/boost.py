@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mqoe.device.profiles.schema import InteractionBoostSpec
+from mqoe.device.profiles.cpu_schema import InteractionBoostSpec
 from mqoe.engine import Timer
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mqoe.device.cpu.opp import OppTable
-from mqoe.device.profiles.schema import ClusterPower, SocCluster
+from mqoe.device.profiles.cpu_schema import ClusterPower, SocCluster
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from mqoe.device.cpu.governors import GOVERNORS, make_governor
 from mqoe.device.cpu.hotplug import HOTPLUGS, make_hotplug
 from mqoe.device.profiles import DeviceProfile
-from mqoe.device.profiles.schema import GovernorSpec, HotplugSpec
+from mqoe.device.profiles.cpu_schema import GovernorSpec, HotplugSpec
 from mqoe.errors import UserError
 
 CPU_KNOBS = ("governor", "hotplug", "interaction_boost")

@@ -58,7 +58,7 @@ from mqoe.device.cpu.governors import FreqPolicy, make_governor
 from mqoe.device.cpu.hotplug import Hotplug, make_hotplug
 from mqoe.device.cpu.opp import OppTable
 from mqoe.device.profiles import DeviceProfile, core_ipc_factor, load_soc
-from mqoe.device.profiles.schema import HmpSpec
+from mqoe.device.profiles.cpu_schema import HmpSpec
 from mqoe.engine import NORMAL, Environment, Event, Timer
 
 # kernel/sched/core.c sched_prio_to_weight[]: nice -20 … 19 → CFS load weight.

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from mqoe.device.profiles.cpu_schema import ClusterSpec, CpuSpec, SchedSpec, SocCluster, SocSpec
 from mqoe.device.profiles.loader import (
     catalog_names,
     core_ipc_factor,
@@ -16,16 +17,11 @@ from mqoe.device.profiles.loader import (
     load_soc,
 )
 from mqoe.device.profiles.schema import (
-    ClusterSpec,
-    CpuSpec,
     DeviceProfile,
     DisplaySpec,
     GpuSpec,
     LmkSpec,
     MemorySpec,
-    SchedSpec,
-    SocCluster,
-    SocSpec,
     StorageSpec,
     VideoSpec,
 )

@@ -11,13 +11,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from mqoe.device.profiles.schema import (
-    PER_CLUSTER_TABLES,
-    ClusterSpec,
-    CoreType,
-    DeviceProfile,
-    SocSpec,
-)
+from mqoe.device.profiles.cpu_schema import PER_CLUSTER_TABLES, ClusterSpec, CoreType, SocSpec
+from mqoe.device.profiles.schema import DeviceProfile
 from mqoe.errors import InputFileError, UserError
 
 M = TypeVar("M", bound=BaseModel)
