@@ -5,11 +5,11 @@ tracking (:mod:`.pelt`), frequency governors (:mod:`.governors`), hotplug
 Models and apps use the names re-exported here; the submodules are the implementation.
 """
 
-from mqoe.device.cpu.sched import (
+from mqoe.device.cpu.sched import Cpu
+from mqoe.device.cpu.sched_types import (
     NICE_0_WEIGHT,
     NICE_TO_WEIGHT,
     Core,
-    Cpu,
     Fair,
     PreemptionLog,
     PreemptKind,

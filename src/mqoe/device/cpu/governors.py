@@ -42,7 +42,8 @@ from mqoe.params import build_component
 
 if TYPE_CHECKING:
     from mqoe.device.cpu.hotplug import Hotplug
-    from mqoe.device.cpu.sched import Core, Cpu
+    from mqoe.device.cpu.sched import Cpu
+    from mqoe.device.cpu.sched_types import Core
 
 
 class FreqPolicy:

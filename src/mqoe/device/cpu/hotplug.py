@@ -29,7 +29,8 @@ from mqoe.errors import UserError
 from mqoe.params import build_component
 
 if TYPE_CHECKING:
-    from mqoe.device.cpu.sched import Core, Cpu
+    from mqoe.device.cpu.sched import Cpu
+    from mqoe.device.cpu.sched_types import Core
 
 
 class Hotplug(Protocol):
