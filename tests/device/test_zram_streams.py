@@ -8,7 +8,7 @@ from collections.abc import Generator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqoe.device.memory import _Streams
+from mqoe.device.memory_reclaim import ZramStreams
 from mqoe.device.phone import Phone
 from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ
 from mqoe.engine import Environment, Event, ms, seconds
@@ -21,7 +21,7 @@ MB = 256  # pages per MiB
 # -- the stream lock --------------------------------------------------------------------
 def test_a_single_stream_is_handed_to_waiters_in_order() -> None:
     env = Environment(0)
-    streams = _Streams(env, 1)
+    streams = ZramStreams(env, 1)
     assert streams.acquire() is None  # taken at once
     first, second = streams.acquire(), streams.acquire()
     assert first is not None and second is not None
@@ -36,7 +36,7 @@ def test_a_single_stream_is_handed_to_waiters_in_order() -> None:
 
 def test_a_waiter_killed_before_its_turn_leaves_the_queue() -> None:
     env = Environment(0)
-    streams = _Streams(env, 1)
+    streams = ZramStreams(env, 1)
     assert streams.acquire() is None
     gone, next_one = streams.acquire(), streams.acquire()
     assert gone is not None and next_one is not None
@@ -51,7 +51,7 @@ def test_a_waiter_killed_before_its_turn_leaves_the_queue() -> None:
 def test_never_more_holders_than_streams(n: int, ops: list[bool]) -> None:
     """Random acquires and releases: holders ≤ n, and nobody waits while one is free."""
     env = Environment(0)
-    streams = _Streams(env, n)
+    streams = ZramStreams(env, n)
     holders: list[Event | None] = []
     waiting: list[Event] = []
     for take in ops:

@@ -20,9 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from mqoe.device.cpu import Fair, Thread
+from mqoe.device.file_space import StorageFull
 from mqoe.device.ftl import PAGE_BYTES, LpnArray
 from mqoe.device.phone import Phone
-from mqoe.device.storage import StorageFull
 from mqoe.engine import Event, seconds
 from mqoe.policies.wam import Trimmer
 

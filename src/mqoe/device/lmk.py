@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from mqoe.device.cpu import Cpu, RealTime
-from mqoe.device.memory import Memory, VmPressure
+from mqoe.device.memory import Memory
+from mqoe.device.memory_pressure import VmPressure
 from mqoe.device.process import (
     HOME_APP_ADJ,
     PERCEPTIBLE_APP_ADJ,

@@ -30,14 +30,9 @@ quasi-asynchronous dependency of the responsiveness study (Linux ext4 with
 ``-o discard``: the journal commit waits for the discards of the transactions before
 it); the thread is in D state throughout.
 
-**File space.** A minimal file-system allocator hands out logical pages
-(:meth:`allocate`: a file takes the first free extent ahead that holds it whole, else
-pieces) and takes them back (:meth:`release`); freed pages not discarded at once are
-remembered as untrimmed, so a batched trim (:meth:`fitrim`, FITRIM with a start and
-length) can discard them range by range later — only free extents of at least the
-queue's discard granularity, as ext4 does (4 MiB on an eMMC: Linux's ``pref_erase``).
-:meth:`age` ages a fresh device file by file (a file history's survivors) or page by
-page.
+**File space** (the file-system allocator, FITRIM, aging) is the mixin
+:mod:`mqoe.device.file_space`; the flash's internal costs and the write benchmark are
+:mod:`mqoe.device.flash_timing`.
 
 **Model scale.** The FTL models a sample of the phone's flash: one model page per
 ``scale`` real 4 KB pages (``scale`` = real capacity / model capacity, 1 for a full-size
@@ -52,68 +47,24 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from mqoe.device.cpu import Cpu, RealTime, Thread
+from mqoe.device.file_space import FileSpace, FileSystem, StorageFull
+from mqoe.device.flash_timing import BENCH_MIN_VICTIMS, FLASH_TIMING, FlashTiming, write_speed
 from mqoe.device.ftl import DEFAULT_CAPACITY_PAGES, PAGE_BYTES, FlashCost, Ftl, LpnArray
 from mqoe.device.profiles import StorageSpec
 from mqoe.engine import Environment, Event, us
 
 MMCQD_PRIORITY = RealTime(1)  # above every fair thread, below other RT work
 MAX_REQUEST_PAGES = 128  # assumed: the block layer's max_sectors_kb = 512 KB per request
-# The write benchmark charges GC at the rate of the collector's next victims, at least this
-# many (assumed: smooths a single lucky block; see write_speed).
-BENCH_MIN_VICTIMS = 16
 # A scaled model charges writes the GC rate of about this many recent victims (assumed:
 # long enough to smooth single victims, short enough to follow a burst of discards).
 GC_RATE_VICTIMS = 32
 _GIB_PAGES = (1 << 30) // PAGE_BYTES
-_ALLOC_WINDOW = 4096  # model pages the allocator scans at a time from its cursor
-_MB = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class FlashTiming:
-    """Device-internal costs of the FTL's work: per 4 KB page copied by GC, per block
-    erased, per discard request and per 4 KB page discarded (µs)."""
-
-    gc_copy_us: float
-    erase_us: float
-    discard_us: float
-    discard_page_us: float
-
-    @classmethod
-    def for_type(cls, storage_type: str) -> FlashTiming:
-        return FLASH_TIMING[storage_type]
-
-
-FLASH_TIMING: dict[str, FlashTiming] = {
-    "emmc": FlashTiming(
-        # assumed: NAND page program ~400 µs per 16 KB page (datasheet range 200–600 µs)
-        # plus a ~50 µs page read, over 2 planes in parallel → (400 + 50) / 4 / 2 per 4 KB.
-        gc_copy_us=56.0,
-        erase_us=3000.0,  # datasheet range: block erase 2–5 ms (MLC/TLC NAND)
-        discard_us=4000.0,  # assumed: eMMC busy per TRIM command (as mqoe.workloads.fleet)
-        # assumed: eMMC 5.1 trims ~200 MB/s over large ranges (fstrim of tens of GB takes
-        # minutes on eMMC phones; the responsiveness study: discards are slow and
-        # stall fsync).
-        discard_page_us=20.48,
-    ),
-    "ufs": FlashTiming(
-        gc_copy_us=14.0,  # assumed: as eMMC over ~8 planes (UFS 2.x: 4 channels/dies)
-        erase_us=1000.0,  # assumed: 2–5 ms block erases overlapped across ~3 dies
-        discard_us=2000.0,  # assumed: UNMAP queues, but the FTL updates its map
-        discard_page_us=5.12,  # assumed: UFS 2.1 UNMAP ~800 MB/s over large ranges
-    ),
-}
-
-
-class StorageFull(Exception):
-    """The file system has no free logical pages left for an allocation."""
 
 
 WaitListener = Callable[[Thread, str | None], None]
@@ -129,74 +80,7 @@ class IoRequest:
     discard: bool = False
 
 
-@dataclass(eq=False, slots=True)
-class _FileSpace:
-    """Which model logical pages the file system uses, and which free ones are untrimmed.
-
-    Allocation goes forward from ``cursor``, wrapping at the end — as log-structured
-    f2fs, and ext4's goal-directed block allocator, stream new data forward instead of
-    into the blocks just freed. A file takes the first free extent ahead that holds it
-    whole (ext4's mballoc looks for a free extent of the request's size before it
-    settles for pieces: ext4_mb_regular_allocator's criteria), else the next free pages
-    in pieces. So a freed page stays free (and, until it is discarded, valid to the
-    flash) until the allocator comes round to it again."""
-
-    used: npt.NDArray[np.bool_]
-    untrimmed: npt.NDArray[np.bool_]  # free, and never discarded since it was freed
-    # A page freed since the last FITRIM over it (ext4 clears a group's WAS_TRIMMED flag
-    # on any free). False at first: the phone has trimmed since it booted (the flags
-    # live in memory; a first fstrim after boot would trim every group).
-    freed_since_trim: npt.NDArray[np.bool_]
-    free: int  # free model pages
-    cursor: int = 0
-    carry_pages: int = 0  # real pages allocated but not yet worth a model page
-    # Each goal's own cursor (a directory's block groups), else ``cursor``.
-    cursors: dict[str, int] = field(default_factory=dict)
-
-    def take(self, n: int, goal: str | None = None) -> LpnArray:
-        """As :meth:`take_from` the cursor of ``goal`` (the shared one if None)."""
-        if goal is None:
-            lpns, self.cursor = self.take_from(self.cursor, n)
-        else:
-            lpns, self.cursors[goal] = self.take_from(self.cursors.get(goal, self.cursor), n)
-        return lpns
-
-    def take_from(self, cursor: int, n: int) -> tuple[LpnArray, int]:
-        """``n`` free pages for a new file, and the cursor after them: the first free
-        extent of at least ``n`` pages in the window from ``cursor`` on, else the next
-        ``n`` free pages (the caller checked ``free``)."""
-        used, size = self.used, len(self.used)
-        pos = cursor
-        end = min(size, pos + max(_ALLOC_WINDOW, 4 * n))
-        if n > 1:
-            starts, ends = _runs(~used[pos:end])
-            fits = np.flatnonzero(ends - starts >= n)
-            if len(fits):
-                first = pos + int(starts[fits[0]])
-                found = np.arange(first, first + n, dtype=np.int64)
-                used[found] = True
-                self.free -= n
-                return found, (first + n) % size
-        parts: list[LpnArray] = []
-        need = n
-        while need > 0:
-            end = min(size, pos + max(_ALLOC_WINDOW, 2 * need))
-            found = np.flatnonzero(~used[pos:end])[:need].astype(np.int64) + pos
-            used[found] = True  # so a wrapped scan can never pick a page twice
-            parts.append(found)
-            need -= len(found)
-            pos = (int(found[-1]) + 1 if need == 0 else end) % size if size else 0
-        self.free -= n
-        return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), pos
-
-    def next_free(self) -> LpnArray:
-        """Every free page in the order the allocator would hand them out."""
-        free = np.flatnonzero(~self.used).astype(np.int64)
-        split = int(np.searchsorted(free, self.cursor))
-        return np.concatenate([free[split:], free[:split]])
-
-
-class Storage:
+class Storage(FileSystem):
     """The phone's block device: ``submit``/``read``/``write``/``discard``/``fsync`` on
     the I/O queue, ``allocate``/``release``/``fitrim`` on the file space, ``ftl`` the
     modelled flash (default: a 1 GiB sample of it; pass ``ftl`` to choose), ``timing``
@@ -238,7 +122,7 @@ class Storage:
         # Real 4 KB pages per model page (1: a full-size model of the device).
         self.scale = max(1, round(real_pages / self._ftl_pages))
         self._ftl = ftl  # else built on first use: the base I/O path needs none
-        self._fs: _FileSpace | None = None
+        self._fs: FileSpace | None = None
         self._discards_queued = 0
         self._discards_done = 0
         self._barriers: list[tuple[int, Event]] = []
@@ -356,7 +240,7 @@ class Storage:
         """Discards queued and not yet completed."""
         return self._discards_queued - self._discards_done
 
-    # -- flash and file space -------------------------------------------------------------
+    # -- flash --------------------------------------------------------------------------
     @property
     def ftl(self) -> Ftl:
         """The modelled flash (built on first use)."""
@@ -364,181 +248,7 @@ class Storage:
             self._ftl = Ftl(self._ftl_pages, gc_policy=self.spec.gc_policy)
         return self._ftl
 
-    def allocate(self, pages: int, goal: str | None = None) -> LpnArray:
-        """The file system allocates a file of ``pages`` real pages: its model logical
-        pages (``pages / scale``, remainder carried). ``goal`` names where the file's
-        directory lives: files of one goal are allocated forward from their own cursor,
-        as ext4 places a file in its directory's block group (the Orlov allocator spreads
-        top-level directories; mballoc's goal is the inode's group). Raises
-        :class:`StorageFull`."""
-        fs = self._space()
-        total = fs.carry_pages + max(0, pages)
-        n = total // self.scale
-        if n > fs.free:
-            raise StorageFull(f"no room for {pages} pages ({fs.free * self.scale} free)")
-        fs.carry_pages = total - n * self.scale
-        lpns = fs.take(n, goal)
-        fs.untrimmed[lpns] = False
-        return lpns
-
-    def release(
-        self, lpns: npt.ArrayLike, *, discard: bool, pages: int | None = None
-    ) -> Event | None:
-        """A file is deleted: its pages are free. With ``discard`` a discard request is
-        queued now (real-time WAM; its event is returned); else they wait, untrimmed,
-        for a batched trim."""
-        fs = self._space()
-        array = np.asarray(lpns, dtype=np.int64).reshape(-1)
-        if len(array) and not fs.used[array].all():
-            raise ValueError("releasing logical pages that are not allocated")
-        fs.used[array] = False
-        fs.free += len(array)
-        fs.freed_since_trim[array] = True
-        if discard:
-            return self.discard(array, pages)
-        fs.untrimmed[array] = True
-        return None
-
-    def fitrim(self, start_lpn: int, length: int, all_free: bool = False) -> Event | None:
-        """FITRIM on ``[start_lpn, start_lpn + length)``, one ext4 block group: if a page
-        there was freed since the range's last FITRIM (or ``all_free``), discard every
-        free extent in it of at least the queue's discard granularity — the ones trimmed
-        before too, as ext4_trim_all_free does — else nothing (the group's WAS_TRIMMED
-        flag). None when there is nothing to discard.
-
-        The minimum: ext4 raises FITRIM's ``minlen`` to the queue's discard granularity
-        (``StorageSpec.discard_granularity_kb``; "no point to try to trim less than
-        discard granularity"), and Android's fstrim passes ``minlen = 0``. A shorter free
-        extent stays valid to the flash until frees around it make it long enough and
-        the group is trimmed again; real-time discards know no minimum."""
-        fs = self._space()
-        span = slice(start_lpn, start_lpn + length)
-        if not (all_free or fs.freed_since_trim[span].any()):
-            return None
-        fs.freed_since_trim[span] = False
-        candidates = ~fs.used[span]
-        minlen = math.ceil(self.spec.discard_granularity_kb * 1024 / PAGE_BYTES / self.scale)
-        if minlen > 1:
-            candidates = _long_runs(candidates, minlen)
-        lpns = np.flatnonzero(candidates).astype(np.int64) + start_lpn
-        if not len(lpns):
-            return None
-        fs.untrimmed[lpns] = False
-        return self.discard(lpns)
-
-    def forget_trims(self) -> None:
-        """A reboot: ext4 keeps WAS_TRIMMED in memory only, so the next FITRIM trims
-        every block group's free extents again."""
-        self._space().freed_since_trim[:] = True
-
-    @property
-    def untrimmed_pages(self) -> int:
-        """Free model pages waiting for a batched trim."""
-        return 0 if self._fs is None else int(np.count_nonzero(self._fs.untrimmed))
-
-    @property
-    def free_pages(self) -> int:
-        """Real pages the file system could still allocate."""
-        return self._space().free * self.scale
-
-    def preload(self, pages: int) -> LpnArray:
-        """Allocate and write a file instantly (state before the run; no I/O time)."""
-        lpns = self.allocate(pages)
-        self.ftl.write(lpns)
-        return lpns
-
-    def age(
-        self,
-        fraction: float,
-        rng: np.random.Generator,
-        fragmented: bool = True,
-        file_pages: npt.ArrayLike | None = None,
-        file_goals: npt.ArrayLike | None = None,
-    ) -> None:
-        """Age a fresh device (:meth:`Ftl.fill`); the aged data is the file system's.
-
-        With ``file_pages`` (sizes in real 4 KB pages of the files the phone has
-        written, in order) the file system is aged file by file: the files lie end to
-        end over the logical space (as written into an empty file system) and each
-        survives with probability ``fraction``, so the free space is the extents of
-        the deleted files, merged where they were neighbours. ``file_goals`` (one per
-        file, see :meth:`allocate`) puts each goal's files together, in the order of
-        the goals' first files, and starts each goal's cursor where its files begin.
-        Without ``file_pages``, the data is a random set of pages."""
-        if self._fs is not None:
-            raise ValueError("age a storage before allocating any file")
-        ftl = self.ftl
-        data = None
-        if file_pages is not None:
-            # File i spans model pages [bounds[i], bounds[i + 1]) (real pages / scale,
-            # so small files share model pages as the allocator's carry does).
-            sizes = np.asarray(file_pages, dtype=np.int64)
-            real = np.concatenate(([0], np.cumsum(sizes)))
-            if real[-1] // self.scale < ftl.logical_pages:
-                raise ValueError("file_pages must fill the logical space at least once")
-            fits = int(np.searchsorted(real // self.scale, ftl.logical_pages)) + 1
-            sizes = sizes[:fits]  # the files written until the space was full
-            starts: dict[str, int] = {}
-            if file_goals is not None:
-                goals = np.asarray(file_goals).reshape(-1)[:fits]
-                if len(goals) != len(sizes):
-                    raise ValueError("file_goals must name a goal for every file")
-                names, first = np.unique(goals, return_index=True)
-                rank = np.empty(len(names), dtype=np.int64)
-                rank[np.argsort(first)] = np.arange(len(names))
-                order = np.argsort(rank[np.searchsorted(names, goals)], kind="stable")
-                sizes, goals = sizes[order], goals[order]
-            first_page = np.concatenate(([0], np.cumsum(sizes))) // self.scale
-            bounds = np.minimum(first_page, ftl.logical_pages)
-            if file_goals is not None:
-                at = np.flatnonzero(np.concatenate(([True], goals[1:] != goals[:-1])))
-                starts = {str(goals[i]): int(first_page[i]) for i in at}
-            kept = rng.random(len(bounds) - 1) < fraction
-            owner = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
-            layout = np.flatnonzero(kept[owner]).astype(np.int64)
-            data = layout[rng.permutation(len(layout))] if fragmented else layout
-        ftl.fill(fraction, rng, fragmented, data=data)
-        fs = self._space()
-        fs.used[:] = ftl.l2p >= 0
-        fs.free = int(np.count_nonzero(~fs.used))
-        fs.cursor = 0
-        if file_pages is not None:
-            fs.cursors = {g: start % ftl.logical_pages for g, start in starts.items()}
-
-    def write_speed(
-        self,
-        pattern: Literal["random", "sequential"],
-        rng: np.random.Generator | None = None,
-        total_mb: float = 64.0,
-        request_kb: int | None = None,
-    ) -> float:
-        """Benchmark (see :func:`write_speed`) on copies of this device's flash, writing
-        into the pages the file system would allocate next; the device is unchanged."""
-        fs = self._space()
-        return write_speed(
-            self.ftl,
-            self.spec,
-            pattern,
-            rng if rng is not None else self.env.rng("storage.benchmark"),
-            total_mb=total_mb,
-            request_kb=request_kb,
-            scale=self.scale,
-            timing=self.timing,
-            file_lpns=fs.next_free(),  # next allocated first
-        )
-
     # -- internals ----------------------------------------------------------------------
-    def _space(self) -> _FileSpace:
-        if self._fs is None:
-            logical = self.ftl.logical_pages
-            self._fs = _FileSpace(
-                np.zeros(logical, dtype=np.bool_),
-                np.zeros(logical, dtype=np.bool_),
-                np.zeros(logical, dtype=np.bool_),
-                logical,
-            )
-        return self._fs
-
     def _enqueue(self, request: IoRequest) -> None:
         self._queue.append(request)
         if self._wake is not None and not self._wake.triggered:
@@ -618,84 +328,16 @@ class Storage:
             request.done.succeed()
 
 
-def _runs(free: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """The runs of True in ``free``: their starts and their ends (exclusive)."""
-    edges = np.diff(np.concatenate(([0], free.astype(np.int8), [0])))
-    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-
-
-def _long_runs(free: npt.NDArray[np.bool_], minlen: int) -> npt.NDArray[np.bool_]:
-    """The pages of ``free`` that lie in runs of at least ``minlen`` free pages."""
-    starts, ends = _runs(free)
-    keep = ends - starts >= minlen
-    marks = np.zeros(len(free) + 1, dtype=np.int32)
-    np.add.at(marks, starts[keep], 1)
-    np.add.at(marks, ends[keep], -1)
-    return np.cumsum(marks[:-1]) > 0
-
-
-def write_speed(
-    ftl: Ftl,
-    spec: StorageSpec,
-    pattern: Literal["random", "sequential"],
-    rng: np.random.Generator,
-    *,
-    total_mb: float = 64.0,
-    request_kb: int | None = None,
-    scale: int = 1,
-    timing: FlashTiming | None = None,
-    file_lpns: npt.ArrayLike | None = None,
-) -> float:
-    """Write speed in MB/s (MB = 2^20 bytes) as a storage benchmark app measures it.
-
-    ``sequential``: a ``total_mb`` file written in order in ``request_kb`` requests
-    (default 512 KB). ``random``: the file is laid out first (not timed), then
-    ``total_mb`` of ``request_kb`` writes (default 4 KB) land at random offsets in it.
-    Time = the requests' base device time + GC time. Device time only (no mmcqd CPU).
-    The file goes to ``file_lpns`` (model pages, in order) or else to the lowest
-    unmapped logical pages. ``ftl`` is not changed (a copy is written).
-
-    GC comes in lumps: a device whose free blocks are at the low-water mark collects
-    whole victims each time it opens a block. On a scaled model a benchmark is a few
-    model pages, each lump ``scale`` real blocks, so whether the window holds a block
-    switch would decide the result. Once GC is in its steady state (free blocks at the
-    mark after the writes), the GC time is therefore charged at the rate the collector
-    pays — GC time per page of free space it reclaims (erased pages − pages copied) —
-    over the victims the device's GC would take next for writes of this size in the state
-    after them (at least :data:`BENCH_MIN_VICTIMS`); before that (free blocks above the
-    mark) the exact GC time is used.
-    """
-    if pattern not in ("random", "sequential"):
-        raise ValueError(f"pattern must be 'random' or 'sequential', got {pattern!r}")
-    timing = timing or FlashTiming.for_type(spec.type)
-    request_pages = max(1, (request_kb or (4 if pattern == "random" else 512)) * 1024 // PAGE_BYTES)
-    real_pages = max(request_pages, round(total_mb * _MB / PAGE_BYTES))
-    n_model = max(1, real_pages // scale)
-    if file_lpns is None:
-        file_lpns = np.flatnonzero(ftl.l2p < 0)
-    free = np.asarray(file_lpns, dtype=np.int64)
-    target = free[:n_model]
-    if len(target) < n_model:
-        raise ValueError(f"not enough free space for a {total_mb} MB test file")
-    bench = ftl.copy()
-    writes = target
-    if pattern == "random":
-        bench.write(target)  # the benchmark's file exists before the timed writes
-        writes = target[rng.integers(0, n_model, n_model)]
-    cost = bench.write(writes)
-    copies, erases = cost.gc_copies, cost.erases
-    if bench.free_blocks <= bench.gc_low_blocks + 1:
-        # The victims the benchmark's own writes need (one model block stands for
-        # ``scale`` real ones, so the same share of the device at any scale).
-        victims = max(BENCH_MIN_VICTIMS, math.ceil(n_model / bench.pages_per_block))
-        copies, erases = bench.victim_cost(victims)
-        ppb = bench.pages_per_block
-        reclaimed = erases * ppb - copies  # > 0: victims always hold invalid pages
-        per_page_us = (copies * timing.gc_copy_us + erases * timing.erase_us) / reclaimed
-        gc_us = scale * n_model * per_page_us
-    else:
-        gc_us = scale * (copies * timing.gc_copy_us + erases * timing.erase_us)
-    requests = real_pages / request_pages
-    base_us = spec.write_us + (request_pages - 1) * spec.page_us
-    seconds = (requests * base_us + gc_us) * 1e-6
-    return real_pages * PAGE_BYTES / _MB / seconds
+__all__ = [
+    "BENCH_MIN_VICTIMS",
+    "FLASH_TIMING",
+    "GC_RATE_VICTIMS",
+    "MAX_REQUEST_PAGES",
+    "MMCQD_PRIORITY",
+    "FlashTiming",
+    "IoRequest",
+    "Storage",
+    "StorageFull",
+    "WaitListener",
+    "write_speed",
+]
