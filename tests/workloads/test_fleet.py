@@ -18,11 +18,6 @@ from mqoe.workloads.fleet import (
     FleetConstants,
     FleetParams,
     FleetResult,
-    _lazy_trims,
-    _practical_trims,
-    _Segments,
-    _WaiterRates,
-    _waiters,
     discard_backlog,
     discard_cost,
     fsync_waits,
@@ -37,6 +32,8 @@ from mqoe.workloads.fleet_usage import (
     draw_users,
     spec04_hardware,
 )
+from mqoe.workloads.fleet_waiters import _Segments, _WaiterRates, _waiters
+from mqoe.workloads.fleet_wam import _lazy_trims, _practical_trims
 
 C = FleetConstants()
 

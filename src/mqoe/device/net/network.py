@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 from mqoe.device.net.link import Link, Packet, send
 from mqoe.device.net.stack import NetStack, Socket
-from mqoe.device.net.tcp import TCP_TIMEOUT_INIT_NS, TcpConfig, TcpReceiver, TcpSender
+from mqoe.device.net.tcp import TcpSender
+from mqoe.device.net.tcp_config import TCP_TIMEOUT_INIT_NS, TcpConfig
+from mqoe.device.net.tcp_receiver import TcpReceiver
 from mqoe.device.net.wifi import WifiMedium
 from mqoe.engine import NS_PER_S, Environment, Event
 
