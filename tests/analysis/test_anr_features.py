@@ -131,10 +131,10 @@ def test_similarity_matches_its_definition(
     assert 0.0 <= got <= 1.0 + 1e-12
 
 
-def test_features_of_the_spec_example() -> None:
-    from tests.analysis.test_anr_parse import SPEC_EXAMPLE
+def test_features_of_the_anr_example() -> None:
+    from tests.analysis.test_anr_parse import ANR_EXAMPLE
 
-    features = summarize(parse_anr_text(SPEC_EXAMPLE)).features
+    features = summarize(parse_anr_text(ANR_EXAMPLE)).features
     assert features.generic == frozenset(
         {
             "cpu=idle",  # SyncWorker: utm 3 + stm 1 ticks at 100 Hz = 0.04 s

@@ -252,10 +252,10 @@ def test_watchdog_line_names_the_blocked_thread() -> None:
     assert summary.family == "lock_contention" and summary.watchdog
 
 
-def test_spec_example_is_a_wam_event() -> None:
-    from tests.analysis.test_anr_parse import SPEC_EXAMPLE
+def test_anr_example_is_a_wam_event() -> None:
+    from tests.analysis.test_anr_parse import ANR_EXAMPLE
 
-    summary = summarize(parse_anr_text(SPEC_EXAMPLE))
+    summary = summarize(parse_anr_text(ANR_EXAMPLE))
     assert summary.critical_threads == ("SyncWorker",)
     assert summary.family == "wam"
     assert summary.path == "main -lock-> SyncWorker"

@@ -35,7 +35,7 @@ from mqoe.generators.anr.scenarios import FAMILY_VARIANTS
 
 # A hand-written file in Android's ANR trace format (`/data/anr/traces.txt`), with a "…" in
 # place of one line number (kept as that frame's location).
-SPEC_EXAMPLE = """\
+ANR_EXAMPLE = """\
 ----- pid 4321 at 2024-03-18 14:02:11.123456789+0800 -----
 Cmd line: com.example.app
 DALVIK THREADS (2):
@@ -57,8 +57,8 @@ DALVIK THREADS (2):
 """
 
 
-def test_spec_example_parses_field_by_field() -> None:
-    anr = parse_anr_text(SPEC_EXAMPLE)
+def test_anr_example_parses_field_by_field() -> None:
+    anr = parse_anr_text(ANR_EXAMPLE)
     assert len(anr.processes) == 1
     proc = anr.processes[0]
     assert (proc.pid, proc.cmd_line, proc.declared_threads, proc.truncated) == (
@@ -105,7 +105,7 @@ def test_dump_dates_new_and_old_styles() -> None:
     assert parse_dump_time("2017-01-05 10:11:12") == datetime(2017, 1, 5, 10, 11, 12)
     assert parse_dump_time("2017-13-05 10:11:12") is None
     assert parse_dump_time("yesterday") is None
-    text = SPEC_EXAMPLE.replace("2024-03-18 14:02:11.123456789+0800", "2017-13-45 99:00:00")
+    text = ANR_EXAMPLE.replace("2024-03-18 14:02:11.123456789+0800", "2017-13-45 99:00:00")
     anr = parse_anr_text(text)
     assert anr.processes[0].time is None and anr.stats.bad_dates == 1
 
@@ -160,17 +160,17 @@ def test_daemon_header_held_by_tid_and_unknown_object() -> None:
 
 
 def test_several_processes_and_skipped_sections() -> None:
-    second = SPEC_EXAMPLE.replace("4321", "1000").replace("com.example.app", "system_server")
+    second = ANR_EXAMPLE.replace("4321", "1000").replace("com.example.app", "system_server")
     waiting = "----- Waiting Channels: pid 4321 at 2024-03-18 14:02:12 -----\nsysTid=4321 ep_poll\n"
     waiting += "----- end 4321 -----\n"
-    anr = parse_anr_text(SPEC_EXAMPLE + waiting + second)
+    anr = parse_anr_text(ANR_EXAMPLE + waiting + second)
     assert [p.name for p in anr.processes] == ["com.example.app", "system_server"]
     assert anr.stats.skipped_sections == 1
     assert anr.stats.warnings() == {"skipped_sections": 1}
 
 
 def test_truncated_file_keeps_what_parsed_and_counts_it() -> None:
-    cut = SPEC_EXAMPLE[: SPEC_EXAMPLE.index("  - locked")]
+    cut = ANR_EXAMPLE[: ANR_EXAMPLE.index("  - locked")]
     anr = parse_anr_text(cut)
     proc = anr.processes[0]
     assert proc.truncated and anr.stats.truncated_sections == 1
@@ -179,7 +179,7 @@ def test_truncated_file_keeps_what_parsed_and_counts_it() -> None:
 
 
 def test_unknown_lines_inside_threads_are_counted_not_fatal() -> None:
-    text = SPEC_EXAMPLE.replace(
+    text = ANR_EXAMPLE.replace(
         "  at com.example.app.ui", "  ??? garbage line\n  at com.example.app.ui"
     )
     anr = parse_anr_text(text)
@@ -188,30 +188,30 @@ def test_unknown_lines_inside_threads_are_counted_not_fatal() -> None:
 
 
 def test_mismatched_end_and_thread_count_are_counted() -> None:
-    text = SPEC_EXAMPLE.replace("----- end 4321 -----", "----- end 99 -----")
+    text = ANR_EXAMPLE.replace("----- end 4321 -----", "----- end 99 -----")
     assert parse_anr_text(text).stats.mismatched_ends == 1
-    text = SPEC_EXAMPLE.replace("DALVIK THREADS (2):", "DALVIK THREADS (5):")
+    text = ANR_EXAMPLE.replace("DALVIK THREADS (2):", "DALVIK THREADS (5):")
     assert parse_anr_text(text).stats.thread_count_mismatch == 1
 
 
 def test_crlf_bom_and_gzip_read_the_same(tmp_path: Path) -> None:
-    expected = parse_anr_text(SPEC_EXAMPLE).processes
+    expected = parse_anr_text(ANR_EXAMPLE).processes
     crlf = tmp_path / "crlf.txt"
-    crlf.write_bytes(("\ufeff" + SPEC_EXAMPLE).replace("\n", "\r\n").encode())
+    crlf.write_bytes(("\ufeff" + ANR_EXAMPLE).replace("\n", "\r\n").encode())
     assert parse_anr_file(crlf).processes == expected
     packed = tmp_path / "trace.gz"
-    packed.write_bytes(gzip.compress(SPEC_EXAMPLE.encode()))
+    packed.write_bytes(gzip.compress(ANR_EXAMPLE.encode()))
     assert parse_anr_file(packed).processes == expected
 
 
 def test_overlong_line_is_skipped_and_counted(tmp_path: Path) -> None:
-    head, tail = SPEC_EXAMPLE.split('"SyncWorker"')
+    head, tail = ANR_EXAMPLE.split('"SyncWorker"')
     path = tmp_path / "long.txt"
     path.write_bytes(head.encode() + b"x" * 10_000_000 + b"\n" + ('"SyncWorker"' + tail).encode())
     anr = parse_anr_file(path)
     assert anr.stats.overlong_lines == 1
     assert [t.name for t in anr.processes[0].threads] == ["main", "SyncWorker"]
-    assert anr.stats.lines == SPEC_EXAMPLE.count("\n") + 1  # the long line counted as a line
+    assert anr.stats.lines == ANR_EXAMPLE.count("\n") + 1  # the long line counted as a line
 
 
 def test_frames_per_thread_are_capped() -> None:
@@ -433,7 +433,7 @@ def test_deep_fuzz_ten_thousand_inputs(tmp_path: Path) -> None:
 
 def test_state_is_the_word_after_tid_not_arts_trailing_notes() -> None:
     # ART's Thread::DumpState appends " (still starting up)" and " DisableFlipCount = N".
-    text = SPEC_EXAMPLE.replace(
+    text = ANR_EXAMPLE.replace(
         '"main" prio=5 tid=1 Blocked', '"main" prio=5 tid=1 Blocked (still starting up)'
     ).replace(
         '"SyncWorker" prio=5 tid=23 Native',
@@ -446,7 +446,7 @@ def test_state_is_the_word_after_tid_not_arts_trailing_notes() -> None:
 def test_dalvik_threads_count_is_compared_with_attached_threads_only() -> None:
     # ART writes DALVIK THREADS (list size), then the "(not attached)" native threads.
     unattached = '"binder:4321_3" prio=5 (not attached)\n  | sysTid=4400 nice=0 cgrp=top-app\n\n'
-    text = SPEC_EXAMPLE.replace("----- end 4321 -----", "\n" + unattached + "----- end 4321 -----")
+    text = ANR_EXAMPLE.replace("----- end 4321 -----", "\n" + unattached + "----- end 4321 -----")
     anr = parse_anr_text(text)
     assert len(anr.processes[0].threads) == 3
     assert anr.stats.thread_count_mismatch == 0
@@ -455,7 +455,7 @@ def test_dalvik_threads_count_is_compared_with_attached_threads_only() -> None:
 
 
 def test_art_and_debuggerd_remarks_are_not_unknown_lines() -> None:
-    text = SPEC_EXAMPLE.replace(
+    text = ANR_EXAMPLE.replace(
         "  at com.example.app.ui.MainActivity",
         "  (no managed stack frames)\n"
         "  native: (backtrace::Unwind failed for thread 4321: Thread has not responded)\n"
@@ -511,12 +511,12 @@ def test_waiting_channels_only_dump_is_a_process_without_stacks() -> None:
 
 def test_waiting_channels_twin_of_a_dumped_process_is_skipped_wherever_it_is() -> None:
     wchan = WCHAN_ONLY.split("----- Waiting", 1)[1]
-    before = "----- Waiting" + wchan + SPEC_EXAMPLE
-    after = SPEC_EXAMPLE + "----- Waiting" + wchan
+    before = "----- Waiting" + wchan + ANR_EXAMPLE
+    after = ANR_EXAMPLE + "----- Waiting" + wchan
     for text in (before, after):
         anr = parse_anr_text(text)
         assert [p.waiting_channels for p in anr.processes] == [False]
-        assert anr.processes == parse_anr_text(SPEC_EXAMPLE).processes
+        assert anr.processes == parse_anr_text(ANR_EXAMPLE).processes
         assert anr.stats.skipped_sections == 1 and not anr.stacks_missing
 
 
@@ -568,14 +568,14 @@ yes
 
 
 def _xcrash_body() -> str:
-    lines = SPEC_EXAMPLE.strip().split("\n")
+    lines = ANR_EXAMPLE.strip().split("\n")
     return "\n".join(lines[1:-1])  # without the "----- pid" and "----- end" lines
 
 
 def test_xcrash_anr_tombstone_reads_its_thread_dump_only() -> None:
     anr = parse_anr_text(XCRASH.format(body=_xcrash_body()))
     assert anr.source == "xcrash_tombstone"
-    plain = parse_anr_text(SPEC_EXAMPLE.replace(".123456789+0800", ".123+0800"))
+    plain = parse_anr_text(ANR_EXAMPLE.replace(".123456789+0800", ".123+0800"))
     assert anr.processes == plain.processes
     assert anr.stats.warnings() == {}
 
@@ -617,9 +617,9 @@ def test_debuggerd_crash_tombstone_is_refused_clearly() -> None:
 
 
 def test_text_with_cr_line_ends_parses_like_lf() -> None:
-    expected = parse_anr_text(SPEC_EXAMPLE).processes
+    expected = parse_anr_text(ANR_EXAMPLE).processes
     for end in ("\r", "\r\n", "\r\r\n"):
-        assert parse_anr_text(SPEC_EXAMPLE.replace("\n", end)).processes == expected
+        assert parse_anr_text(ANR_EXAMPLE.replace("\n", end)).processes == expected
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -644,7 +644,7 @@ def test_generated_xcrash_tombstones_round_trip(seed: int, family: str) -> None:
 def test_xcrash_tombstone_holding_a_copied_traces_section_reads_that_section() -> None:
     # xCrash's Java ANR handler (before Android 5) copies the app's section of
     # /data/anr/traces.txt, "----- pid" line included, between its separators.
-    anr = parse_anr_text(XCRASH.format(body=SPEC_EXAMPLE))
+    anr = parse_anr_text(XCRASH.format(body=ANR_EXAMPLE))
     assert anr.source == "xcrash_tombstone"
-    assert anr.processes == parse_anr_text(SPEC_EXAMPLE).processes  # its own date kept
+    assert anr.processes == parse_anr_text(ANR_EXAMPLE).processes  # its own date kept
     assert anr.stats.warnings() == {}

@@ -19,7 +19,7 @@ from mqoe.analysis.memlog.load import load_fleet, load_phone
 from mqoe.analysis.memlog.model import MEMINFO_COLUMNS, TRIM_LEVELS, PhoneLog
 from mqoe.analysis.memlog.parse import _tokenise
 from mqoe.analysis.memlog.read import discover_phones
-from mqoe.analysis.memlog.report import SPEC01_POPULATION_FACTS, analyze
+from mqoe.analysis.memlog.report import PUBLISHED_POPULATION_FACTS, analyze
 from mqoe.errors import InputFileError, UserError
 from mqoe.generators.memlog import synthesize_config, synthesize_phone
 
@@ -503,12 +503,12 @@ def test_population_shares_and_utilisation_cdf_by_hand(tmp_path: Path) -> None:
 def test_the_comparison_places_spec_facts_beside_computed_values(tmp_path: Path) -> None:
     report = analyze([_phone(tmp_path, TOY_SAMPLES, TOY_TRIMS)], min_interactive_hours=0.0)
     table = report.comparison().set_index("metric")
-    for key, value in SPEC01_POPULATION_FACTS.items():
+    for key, value in PUBLISHED_POPULATION_FACTS.items():
         assert table.loc[key, "published"] == value
         assert key in report.summary()
     assert table["label"].str.len().min() > 0
     assert math.isnan(table["published"].to_numpy(np.float64)[0])  # n_phones: none published
-    assert SPEC01_POPULATION_FACTS["p_critical_to_low"] == 0.672
+    assert PUBLISHED_POPULATION_FACTS["p_critical_to_low"] == 0.672
 
 
 def test_an_empty_fleet_gives_empty_tables_not_an_error() -> None:

@@ -49,7 +49,7 @@ def test_header_is_the_contract(tmp_path: Path) -> None:
 
 
 def test_numeric_row_difference_and_verdicts() -> None:
-    row = ComparisonRow.numeric("s", "drop", 19.0, 18.7, tolerance="±6", met=True, source="spec 01")
+    row = ComparisonRow.numeric("s", "drop", 19.0, 18.7, tolerance="±6", met=True, source="CND")
     assert row.difference == pytest.approx(-0.3)
     assert (row.published, row.simulated, row.verdict) == ("19", "18.7", "met")
     ref = ComparisonRow.numeric("s", "x", 1.0, math.nan, tolerance="", met=None, source="")

@@ -30,7 +30,7 @@ from mqoe.workloads.fleet_usage import (
     Timeline,
     UsageConstants,
     draw_users,
-    spec04_hardware,
+    study_hardware,
 )
 from mqoe.workloads.fleet_waiters import _Segments, _WaiterRates, _waiters
 from mqoe.workloads.fleet_wam import _lazy_trims, _practical_trims
@@ -229,7 +229,7 @@ def _eager_rates() -> _WaiterRates:
 
 
 def test_blocks_shorter_than_the_timeout_never_give_an_anr_or_snr() -> None:
-    users = draw_users(1, spec04_hardware(), UsageConstants(), np.random.default_rng(0))
+    users = draw_users(1, study_hardware(), UsageConstants(), np.random.default_rng(0))
     timeline = _timeline([(0.0, 10_000.0)])
     c = FleetConstants(touch_interval_s=1e-6)
     short = _Segments(np.array([0]), np.array([100.0]), np.array([4.99]), np.array([4.99]))
@@ -248,7 +248,7 @@ def test_blocks_shorter_than_the_timeout_never_give_an_anr_or_snr() -> None:
 
 
 def test_snr_needs_the_watchdog_check_to_wait_sixty_seconds() -> None:
-    users = draw_users(1, spec04_hardware(), UsageConstants(), np.random.default_rng(0))
+    users = draw_users(1, study_hardware(), UsageConstants(), np.random.default_rng(0))
     timeline = _timeline([])  # screen off: no input ANR
     block = _Segments(np.array([0]), np.array([100.0]), np.array([59.9]), np.array([59.9]))
     cand = _waiters(
@@ -388,8 +388,8 @@ def test_bad_parameters_are_user_errors() -> None:
             FleetParams(**bad)  # type: ignore[arg-type]
 
 
-def test_spec04_hardware_reads_the_fifteen_profiles() -> None:
-    hw = spec04_hardware()
+def test_study_hardware_reads_the_fifteen_profiles() -> None:
+    hw = study_hardware()
     assert len(hw.names) == 15 and hw.tiers.count("high") == 5
     assert hw.cpu_speed[0] == 1.0 and hw.cpu_speed.max() > 3.0
     assert hw.ufs.tolist() == [False] * 10 + [True] * 5

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mqoe.analysis.memlog import SPEC01_POPULATION_FACTS, analyze, load_fleet
+    from mqoe.analysis.memlog import PUBLISHED_POPULATION_FACTS, analyze, load_fleet
     from mqoe.results import atomic_write_text, ensure_output_dir
 
     # Options first: a fleet can take minutes to parse, and a bad option is known now.
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         payload = {
             "summary": {k: jsonable(v) for k, v in report.summary().items()},
-            "published": SPEC01_POPULATION_FACTS,
+            "published": PUBLISHED_POPULATION_FACTS,
         }
         text = json.dumps(payload, indent=2, default=str)
         out.print(text, markup=False, soft_wrap=True)

@@ -69,7 +69,7 @@ from mqoe.workloads.fleet_usage import (
     build_timeline,
     draw_deletions,
     draw_users,
-    spec04_hardware,
+    study_hardware,
 )
 from mqoe.workloads.fleet_waiters import (
     _BROADCAST,
@@ -192,7 +192,7 @@ def _simulate_block(args: tuple[FleetParams, FleetConstants, int]) -> _BlockResu
     def rng(name: str) -> np.random.Generator:
         return streams(f"fleet/{block}/{name}")
 
-    hardware = spec04_hardware()
+    hardware = study_hardware()
     span_s = (params.days + 2) * DAY_S
     users = draw_users(BLOCK_PHONES, hardware, c.usage, rng("users"), params.android)
     timeline = build_timeline(users, params.days, c.usage, rng("sessions"), span_s)

@@ -32,7 +32,7 @@ HOUR_S = 3_600.0
 GB = 1e9  # deleted data is counted in decimal GB, as the study quotes S_d thresholds
 
 # The fifteen phones of the responsiveness study, in its table's order (model 1 … 15).
-SPEC04_MODELS = (
+STUDY_MODELS = (
     "redmi-5",
     "mi-a1",
     "mi-max-2",
@@ -51,7 +51,7 @@ SPEC04_MODELS = (
 )
 # The study: models 1–5 count as low-end, 6–10 middle, 11–15 high-end (the profiles' own
 # ``tier`` field follows the SoC instead and calls the Mi Max 3 "low" too).
-SPEC04_TIERS = ("low",) * 5 + ("mid",) * 5 + ("high",) * 5
+STUDY_TIERS = ("low",) * 5 + ("mid",) * 5 + ("high",) * 5
 _REFERENCE_MODEL = "redmi-5"  # cpu_speed = 1.0: eight Cortex-A53 at 1.8 GHz
 
 
@@ -75,14 +75,14 @@ def _fastest_core(name: str) -> float:
     return max(c.max_freq_mhz * core_ipc_factor(c) for c in profile.cpu.clusters)
 
 
-def spec04_hardware() -> Hardware:
+def study_hardware() -> Hardware:
     """The responsiveness study's 15 phone models from the shipped profiles."""
-    profiles = [load_profile(name) for name in SPEC04_MODELS]
+    profiles = [load_profile(name) for name in STUDY_MODELS]
     reference = _fastest_core(_REFERENCE_MODEL)
     return Hardware(
-        names=SPEC04_MODELS,
+        names=STUDY_MODELS,
         display_names=tuple(p.display_name for p in profiles),
-        tiers=SPEC04_TIERS,
+        tiers=STUDY_TIERS,
         android=np.array([int(p.android_version.split(".")[0]) for p in profiles], np.int64),
         ram_mb=np.array([p.memory.ram_mb for p in profiles], np.float64),
         ufs=np.array([p.storage.type == "ufs" for p in profiles]),

@@ -130,7 +130,7 @@ from mqoe.analysis.memlog.model import (
 )
 from mqoe.analysis.memlog.read import discover_phones
 from mqoe.analysis.memlog.report import (
-    SPEC01_POPULATION_FACTS,
+    PUBLISHED_POPULATION_FACTS,
     SUMMARY_LABELS,
     MemlogReport,
     analyze,
@@ -142,7 +142,7 @@ __all__ = [
     "MEMINFO_COLUMNS",
     "MEMINFO_FIELDS",
     "PHONE_COLUMNS",
-    "SPEC01_POPULATION_FACTS",
+    "PUBLISHED_POPULATION_FACTS",
     "STATES",
     "SUMMARY_LABELS",
     "TRIM_LEVELS",

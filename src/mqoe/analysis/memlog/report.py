@@ -27,7 +27,7 @@ from mqoe.errors import UserError
 #: :meth:`MemlogReport.summary`.
 #: Shares are fractions of phones; the dwell times are the 75th percentile of the time
 #: spent in Critical before moving to Low / to Normal.
-SPEC01_POPULATION_FACTS: dict[str, float] = {
+PUBLISHED_POPULATION_FACTS: dict[str, float] = {
     "share_util_ge_60pct": 0.80,
     "share_util_ge_75pct": 0.20,
     "share_pressure_ge_1_per_h": 0.63,
@@ -96,7 +96,7 @@ class MemlogReport:
     max_gap_s: float  # the longest time one sample stood for
 
     def summary(self) -> dict[str, float]:
-        """Headline numbers; the keys of :data:`SPEC01_POPULATION_FACTS` among them."""
+        """Headline numbers; the keys of :data:`PUBLISHED_POPULATION_FACTS` among them."""
         phones = self.tables["phones"]
         kept = phones["kept"].to_numpy(np.bool_)
 
@@ -137,7 +137,7 @@ class MemlogReport:
                 "metric": list(summary),
                 "label": [SUMMARY_LABELS[k] for k in summary],
                 "computed": list(summary.values()),
-                "published": [SPEC01_POPULATION_FACTS.get(k, math.nan) for k in summary],
+                "published": [PUBLISHED_POPULATION_FACTS.get(k, math.nan) for k in summary],
             }
         )
 
