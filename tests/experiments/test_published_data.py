@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from mqoe import experiments
 from mqoe.errors import InputFileError, UserError
 from mqoe.experiments import EXPERIMENTS, aging_glitching, coal_not_diamonds
 from mqoe.experiments import published as pub
+from mqoe.experiments.aging_glitching import comparison as aging_comparison
 from mqoe.experiments.citations import CITATIONS
+from mqoe.experiments.coal_not_diamonds import checks as coal_checks
 from mqoe.experiments.published import Published, PublishedValues, UnknownKey
 from mqoe.results import MetricRow, read_metrics_csv
 
@@ -25,7 +28,7 @@ EXPERIMENT_MODULES = (
     "downward_spiral",
     "pressure_meets_network",
 )
-SRC = Path(coal_not_diamonds.__file__).parent
+SRC = Path(experiments.__file__).parent
 
 GOOD = """\
 [citation]
@@ -139,9 +142,14 @@ def test_works_without_published_numbers_hold_their_citation_only() -> None:
         assert len(pub.load(work)) == 0, work
 
 
-def _calls(module: str) -> Iterator[ast.Call]:
-    tree = ast.parse((SRC / f"{module}.py").read_text(encoding="utf-8"))
-    return (node for node in ast.walk(tree) if isinstance(node, ast.Call))
+def _calls(module: str) -> Iterator[tuple[str, ast.Call]]:
+    """Every call in a work's module, or in every module of its package, with its place."""
+    package = SRC / module
+    paths = sorted(package.glob("*.py")) if package.is_dir() else [SRC / f"{module}.py"]
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = path.relative_to(SRC).as_posix()
+        yield from ((where, node) for node in ast.walk(tree) if isinstance(node, ast.Call))
 
 
 def _name(call: ast.Call) -> str:
@@ -161,12 +169,12 @@ def _is_number(node: ast.expr) -> bool:
 def test_no_published_number_is_written_in_an_experiment(module: str) -> None:
     """No ``Published(...)`` built in code, and no number literal in the published slot
     of a comparison row (``ComparisonRow.numeric``'s third argument, ``Check``'s second)."""
-    for call in _calls(module):
+    for where, call in _calls(module):
         name = _name(call)
-        assert name != "Published", f"{module}.py:{call.lineno} builds a Published"
+        assert name != "Published", f"{where}:{call.lineno} builds a Published"
         slot = {"numeric": 2, "Check": 1}.get(name)
         if slot is not None and len(call.args) > slot:
-            assert not _is_number(call.args[slot]), f"{module}.py:{call.lineno}: a number"
+            assert not _is_number(call.args[slot]), f"{where}:{call.lineno}: a number"
 
 
 class _Recording(Mapping[str, Published]):
@@ -193,7 +201,7 @@ def test_coal_looks_up_every_value_of_its_file_and_nothing_else(
     from tests.experiments.test_coal_not_diamonds import _flat, _results
 
     recording = _Recording(pub.load("coal-not-diamonds"))
-    monkeypatch.setattr(coal_not_diamonds, "PUBLISHED", recording)
+    monkeypatch.setattr(coal_checks, "PUBLISHED", recording)  # where the checks read it
     coal_not_diamonds.comparison_sections(_results(False, _flat), quick=False)
     assert recording.used == set(recording.values)
 
@@ -202,7 +210,7 @@ def test_aging_looks_up_every_value_of_its_file_and_nothing_else(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     recording = _Recording(pub.load("aging-glitching"))
-    monkeypatch.setattr(aging_glitching, "PUBLISHED", recording)
+    monkeypatch.setattr(aging_comparison, "PUBLISHED", recording)
     golden = Path(__file__).parents[1] / "golden" / "aging-glitching.metrics.csv"
     # The quick run's slow frames are all ui_complex: add the other causes' rows.
     causes = [

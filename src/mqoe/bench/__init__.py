@@ -170,7 +170,7 @@ def flash_aging_speed(days: float = 21.0) -> float:
     benchmark three times a day). The flash issue's goal is ≥ 3 simulated days per wall
     second (259 200 simulated s per wall s)."""
     from mqoe.device.profiles import load_profile
-    from mqoe.experiments.aging_glitching import BENCH_HOURS, FLASH_MODEL
+    from mqoe.experiments.aging_glitching.plan import BENCH_HOURS, FLASH_MODEL
     from mqoe.workloads.runner import run_scenario
 
     overrides = {"wam": "lazy", "days": str(days), "bench_hours": BENCH_HOURS}
