@@ -122,7 +122,7 @@ def run_notes(results: Results, quick: bool) -> list[str]:
     return [
         f"- {len(results)} sessions, {wall:.0f} CPU-seconds of simulation.",
         f"- {len(crashed)} sessions crashed; {len(late)} of them only at or after the end "
-        f"of the {duration} s of playback (counted in crash_pct as the issue defines it).",
+        f"of the {duration} s of playback (crash_pct counts a run that crashed during playback).",
         f"- {len(missed)} sessions started before the generator reached its target state.",
         f"- Video threads = threads of the player process (`{VIDEO_PROCESS}`) plus "
         f"`{COMPOSITOR_THREAD}`. mmcqd preemption numbers count only preemptions of video "
