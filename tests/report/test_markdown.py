@@ -51,12 +51,12 @@ def test_headings_lists_checkboxes_tables_and_inline_styles() -> None:
     text = (
         "# gpu-buffers (quick)\n\nNexus 5, **2 seeds**, `mem_gb` and *means*.\n\n"
         "| mem_gb | policy | verdict |\n|---|---|---|\n| 1.5 | van | **not met** |\n"
-        "| 2 | full | met |\n\n## Spec 02's shape\n\n- [x] FULL > FAIR\n- [ ] kills\n"
+        "| 2 | full | met |\n\n## The study's shape\n\n- [x] FULL > FAIR\n- [ ] kills\n"
         "- plain item\n  continued\n"
     )
     html = render_markdown(text)
     assert "<h3>gpu-buffers (quick)</h3>" in html
-    assert "<h4>Spec 02&#x27;s shape</h4>" in html
+    assert "<h4>The study&#x27;s shape</h4>" in html
     assert "<strong>2 seeds</strong>" in html and "<code>mem_gb</code>" in html
     assert "<em>means</em>" in html
     assert '<td class="num">1.5</td><td>van</td><td><span class="v not-met">not met</span>' in html
