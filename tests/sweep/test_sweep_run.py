@@ -184,3 +184,22 @@ def test_cli_dry_run_counts_runs(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["sweep", str(spec), "--dry-run", "--out", str(tmp_path / "o")]) == 0
     assert "4 runs of frame-deadlines" in capsys.readouterr().out
     assert not (tmp_path / "o").exists()
+
+
+def test_replace_runs_every_job_again_and_cannot_be_combined_with_resume(tmp_path: Path) -> None:
+    sweep = sweep_of(tmp_path)
+    out = tmp_path / "out"
+    run_sweep(sweep, out, Backend(workers=1))
+    first = load_runs(out)
+    with pytest.raises(UserError, match="--resume"):
+        run_sweep(sweep, out, Backend(workers=1))  # a plain re-run refuses stored runs
+    summary = run_sweep(sweep, out, Backend(workers=1), replace=True)
+    assert (summary.stored, summary.skipped) == (4, 0)
+    again = load_runs(out)
+    assert sorted(again["run_id"]) == sorted(first["run_id"])
+    assert (again.set_index("run_id")["started_utc"].sort_index() >= first.set_index("run_id")[
+        "started_utc"
+    ].sort_index()).all()  # fmt: skip
+    pd.testing.assert_frame_equal(simulated(out), first.drop(columns=CLOCK))  # same results
+    with pytest.raises(ValueError, match="not both"):
+        run_sweep(sweep, out, Backend(workers=1), resume=True, replace=True)
