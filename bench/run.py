@@ -1,8 +1,8 @@
-"""Run mqoe's benchmarks: `make bench` (or `mqoe bench`).
+"""Run mqoe's benchmarks: `make bench` (`python bench/run.py [--quick] [--record]`).
 
 Prints engine events per second, simulated seconds per wall second of the
 frame-deadlines scenario (4-core phone, 8 threads), SimPy on the same process workload,
-and each figure's ratio to src/mqoe/bench/baseline.json. `--record` rewrites the baseline.
+and each figure's ratio to bench/baseline.json. `--record` rewrites the baseline.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import datetime
 import json
 import platform
 
-from mqoe.bench import BASELINE_FILE, load_baseline, measure, report
+from speed import BASELINE_FILE, load_baseline, measure, report
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mqoe.bench.big_input import GFXINFO, SYSTRACE, bound_lines, measure_big_input
+from big_input import GFXINFO, SYSTRACE, bound_lines, measure_big_input
 
 
 def test_big_input_figures_come_from_the_real_command_on_generated_files() -> None:

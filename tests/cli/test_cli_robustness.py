@@ -85,8 +85,8 @@ def test_any_error_message_is_printed_as_one_line(
     def fail(args: object) -> int:
         raise UserError(message)
 
-    monkeypatch.setitem(cli.COMMANDS, "bench", fail)
-    code = main(["bench"])
+    monkeypatch.setitem(cli.COMMANDS, "reproduce", fail)
+    code = main(["reproduce"])
     err = capsys.readouterr().err
     assert code == 2
     assert err == one_line(f"mqoe: error: {message}") + "\n"

@@ -150,8 +150,6 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
 
-    bench = sub.add_parser("bench", help="run the benchmarks and print speed figures")
-    bench.add_argument("--quick", action="store_true", help="shorter measurements")
     for name in PLUGIN_COMMANDS:
         module = _plugin(name)
         module.add_arguments(sub.add_parser(name, help=module.HELP))
@@ -466,15 +464,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return result
 
 
-# -- bench ----------------------------------------------------------------------------
-def _cmd_bench(args: argparse.Namespace) -> int:
-    from mqoe.bench import run_all
-
-    for line in run_all(quick=args.quick):
-        out.print(line, markup=False)
-    return 0
-
-
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "profiles": _cmd_profiles,
     "run": _cmd_run,
@@ -482,7 +471,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "results": _cmd_results,
     "analyze": _cmd_analyze,
     "calibrate": _cmd_calibrate,
-    "bench": _cmd_bench,
 }
 
 

@@ -1,9 +1,10 @@
-"""Benchmarks (not timed tests): engine events per second, simulated seconds per wall second,
-and the analysers on big generated inputs (MB/s and peak RSS, :mod:`mqoe.bench.big_input`).
+"""The speed figures (benchmarks, not timed tests): engine events per second, simulated
+seconds per wall second, and the analysers on big generated inputs (MB/s and peak RSS,
+``big_input.py``).
 
-``make bench`` (bench/run.py) and ``mqoe bench`` print the figures and their ratio to the
-recorded baseline in ``baseline.json`` (the machine and date are stored with it). Timing
-assertions never live in the test suite.
+``make bench`` (``bench/run.py``) prints the figures and their ratio to the recorded
+baseline in ``bench/baseline.json`` (the machine and date are stored with it). Timing
+assertions never live in the test suite. Every benchmark lives in ``bench/``.
 """
 
 from __future__ import annotations
@@ -207,7 +208,7 @@ def measure(quick: bool = False) -> dict[str, float]:
     simpy_rate = simpy_process_events_per_second()
     if simpy_rate is not None:
         figures["simpy_process_events_per_s"] = simpy_rate
-    from mqoe.bench.big_input import big_input_figures
+    from big_input import big_input_figures
 
     figures.update(big_input_figures(quick))  # once each: minutes of I/O, not noisy
     return figures
@@ -235,7 +236,7 @@ def report(figures: dict[str, float], baseline: dict[str, Any]) -> list[str]:
     simpy_rate = figures.get("simpy_process_events_per_s")
     if ours and simpy_rate:
         lines.append(f"{'mqoe engine vs SimPy (processes)':36s} {ours / simpy_rate:14.2f}x")
-    from mqoe.bench.big_input import bound_lines
+    from big_input import bound_lines
 
     lines.extend(bound_lines(figures))
     plain = figures.get("frame_deadlines_sim_s_per_wall_s")
@@ -251,7 +252,3 @@ def report(figures: dict[str, float], baseline: dict[str, Any]) -> list[str]:
         label = "governor + hotplug: speed vs fixed clock"
         lines.append(f"{label:36s} {plain / fixed:14.2f}x")
     return lines
-
-
-def run_all(quick: bool = False) -> list[str]:
-    return report(measure(quick), load_baseline())
