@@ -83,6 +83,8 @@ def test_run_prints_readable_tables_without_json(
         (["run", "frame-deadlines", "--set", "hogz=1"], "no parameter 'hogz'"),
         (["run", "frame-deadlines", "--set", "fps=fast"], "expected a number"),
         (["reproduce", "no-such-work"], "unknown work"),
+        (["reproduce", "downward-spiral", "--workers", "0"], "workers must be at least 1"),
+        (["reproduce", "netpis", "--workers", "2", "--scheduler", "tcp://h:1"], "--workers is"),
         (["profiles", "show", "missing.toml"], "missing.toml"),
         (["frobnicate"], "invalid choice"),
     ],
