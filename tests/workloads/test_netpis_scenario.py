@@ -12,6 +12,7 @@ import pytest
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import load_profile
 from mqoe.engine import seconds
+from mqoe.workloads.base import parse_params
 from mqoe.workloads.netpis import NetPisScenario, NetPisScenarioParams, bg_rate, recovery_s
 from mqoe.workloads.runner import run_scenario
 
@@ -107,3 +108,23 @@ def test_recovery_is_the_first_second_back_at_80_percent_of_the_baseline() -> No
     assert recovery_s(series, 10.0, baseline) == pytest.approx(1.0)  # 1 s smoothing window
     assert math.isnan(recovery_s(series, 10.0, 2 * baseline))  # never back to 16 Mbit/s
     assert math.isnan(recovery_s(series, float("nan"), baseline))  # the video never ended
+
+
+def test_on_the_receive_path_the_apps_loader_threads_read_and_their_sockets_cost_memory() -> None:
+    phone = Phone(PROFILE, 2)
+    params = parse_params(NetPisScenarioParams, {**SHORT, "stack": "true"}, "netpis")
+    session = NetPisScenario().build(phone, params)
+    phone.run(session.duration_ns)
+    stack = phone.stack
+    assert stack is not None and stack.packets > 1000
+    threads = pd.DataFrame(phone.cpu.thread_table())
+    loaders = threads[threads["thread"] == "loader"]
+    assert set(loaders["process"]) == {"com.android.vending", "com.google.android.youtube"}
+    assert (loaders["running_ns"] > 0).all()  # each app's reads ran on its own thread
+    assert int(threads.loc[threads["thread"] == "softirq/0", "running_ns"].sum()) > 0
+    # Data waited between 20 ms polls, charged to its app; every socket was read.
+    assert all(s.peak_pages > 0 and s.bytes_read > 0 for s in stack.sockets)
+    assert not any(s.wakes for s in stack.sockets)  # both apps poll
+    phone.memory.check()
+    metrics = session.collect().metrics
+    assert metrics["fg_bytes_total"] > 0 and metrics["bg_bytes_total"] > 0
