@@ -110,7 +110,8 @@ def run_plan(
 ) -> Results[K]:
     """Run ``reproduction``'s plan through the sweep engine into ``results_dir`` and read
     every planned record back from there, in plan order."""
-    sweep, run_ids = plan_sweep(reproduction, quick)
+    planned = reproduction.plan(quick)
+    sweep, run_ids = _sweep_of(reproduction, planned, quick)
     summary = run_sweep(
         sweep, results_dir, backend, resume=resume, replace=not resume, on_progress=on_progress
     )
@@ -123,7 +124,6 @@ def run_plan(
         )
     store = ResultsStore(results_dir)
     records = {run_id: store.read(run_id) for run_id in dict.fromkeys(run_ids)}
-    planned = reproduction.plan(quick)
     return [(run.key, records[run_id]) for run, run_id in zip(planned, run_ids, strict=True)]
 
 
@@ -131,7 +131,12 @@ def plan_sweep(reproduction: Reproduction[K], quick: bool) -> tuple[Sweep, list[
     """The plan as a :class:`mqoe.sweep.Sweep` (runs planned twice are one job) and each
     planned run's id, in plan order. An id digests the reproduction, scenario, profile
     (its whole content), seed, parameters and mqoe's version."""
-    planned = reproduction.plan(quick)
+    return _sweep_of(reproduction, reproduction.plan(quick), quick)
+
+
+def _sweep_of(
+    reproduction: Reproduction[K], planned: Sequence[PlannedRun[K]], quick: bool
+) -> tuple[Sweep, list[str]]:
     if not planned:
         raise ValueError(f"{reproduction.name}: the plan is empty")
     named = {r.profile for r in planned if isinstance(r.profile, str)}

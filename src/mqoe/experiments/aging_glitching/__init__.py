@@ -114,10 +114,8 @@ class AgingGlitching(Reproduction[Key]):
             runs.append(PlannedRun(("ui", cell), "ui-bench", cell.model, SEED, overrides))
         return runs
 
-    def write(self, results: list[tuple[Key, RunRecord]], out_dir: Path, quick: bool) -> Path:
-        return self.write_results(Results.from_pairs(results), out_dir, quick)
-
-    def write_results(self, results: Results, out_dir: Path, quick: bool) -> Path:
+    def write(self, pairs: list[tuple[Key, RunRecord]], out_dir: Path, quick: bool) -> Path:
+        results = Results.from_pairs(pairs)
         rows = metric_rows(results)
         path = write_outputs(
             out_dir,
