@@ -3,34 +3,46 @@
 Ties are broken by (time, priority, insertion order), so a run is deterministic by
 construction (as in SimPy). Callbacks take exactly one argument; a process layer on top
 (:mod:`mqoe.engine.process`) offers generator-based processes for readable models.
+
+A :class:`DelayLine` carries items that all wait the same time (a link's propagation
+delay) with one heap entry per line instead of one per item in flight; each item keeps
+the insertion number it would have had as a timer, so the order of everything the heap
+holds is exactly as if each had been scheduled on its own.
+
+This module is compiled with mypyc when the package is built with it (``setup.py``);
+the Python source is the reference and runs identically without it.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, Final, Generic, TypeVar
 
-from mqoe.engine.process import _TRIGGERED, Event, Process
+from mqoe.engine.process import _TRIGGERED, Event, Process, Scheduled
 from mqoe.engine.streams import RandomStreams
 from mqoe.engine.trace import Recorder
 
-URGENT = 0  # runs before NORMAL callbacks at the same instant
-NORMAL = 1
+URGENT: Final = 0  # runs before NORMAL callbacks at the same instant
+NORMAL: Final = 1
+_FOREVER: Final = (1 << 62) - 1  # run() without a limit: later than any event
 
 Callback = Callable[[Any], None]
+T = TypeVar("T")
 _heappush = heapq.heappush  # a global read less on every event scheduled
+_heappop = heapq.heappop
 
 
-class Timer:
+class Timer(Scheduled):
     """A scheduled callback; ``cancel()`` makes it a no-op (lazy deletion from the heap)."""
 
     __slots__ = ("arg", "callback", "time_ns")
 
-    def __init__(self, time_ns: int, callback: Callback, arg: Any) -> None:
+    def __init__(self, time_ns: int, callback: Callback | None, arg: Any) -> None:
         self.time_ns = time_ns
         self.callback: Callback | None = callback
-        self.arg = arg
+        self.arg: Any = arg
 
     def cancel(self) -> None:
         self.callback = None
@@ -47,12 +59,7 @@ class Timer:
             callback(self.arg)
 
 
-# The heap holds (time_ns, priority, insertion counter, item); an item is a Timer or an
-# Event pushed directly (timeouts, succeeded events) and knows how to _trigger itself.
-_Item = Timer | Event
-
-
-def _cancelled(item: _Item) -> bool:
+def _cancelled(item: Scheduled) -> bool:
     return isinstance(item, Timer) and item.callback is None
 
 
@@ -64,12 +71,14 @@ class Environment:
 
     __slots__ = ("_heap", "_seq", "now", "streams", "trace")
 
-    def __init__(self, seed: int = 0, *, trace: bool = False) -> None:
+    def __init__(self, seed: object = 0, *, trace: bool = False) -> None:
         # Current simulated time in nanoseconds. A plain slot rather than a read-only
         # property: models read it on every event, and a property costs ~8× the read.
         # Only the kernel advances it.
         self.now = 0
-        self._heap: list[tuple[int, int, int, _Item]] = []
+        # (time_ns, priority, insertion number, item): unique keys, so the heap's
+        # layout never changes the order.
+        self._heap: list[tuple[int, int, int, Scheduled]] = []
         self._seq = 0
         self.streams = RandomStreams(seed)
         self.trace = Recorder(enabled=trace)
@@ -91,13 +100,15 @@ class Environment:
             raise ValueError(f"cannot schedule into the past (delay {delay_ns} ns)")
         time_ns = self.now + delay_ns
         timer = Timer(time_ns, callback, arg)
-        self._seq += 1
-        _heappush(self._heap, (time_ns, priority, self._seq, timer))
+        seq = self._seq + 1
+        self._seq = seq
+        _heappush(self._heap, (time_ns, priority, seq, timer))
         return timer
 
     def _push_event(self, delay_ns: int, event: Event) -> None:
-        self._seq += 1
-        _heappush(self._heap, (self.now + delay_ns, NORMAL, self._seq, event))
+        seq = self._seq + 1
+        self._seq = seq
+        _heappush(self._heap, (self.now + delay_ns, NORMAL, seq, event))
 
     def schedule_at(
         self, time_ns: int, callback: Callback, arg: Any = None, priority: int = NORMAL
@@ -109,14 +120,14 @@ class Environment:
         """Time of the next live event, or None when nothing is scheduled."""
         heap = self._heap
         while heap and _cancelled(heap[0][3]):
-            heapq.heappop(heap)
+            _heappop(heap)
         return heap[0][0] if heap else None
 
     def step(self) -> bool:
         """Process one live event; False when the heap is empty."""
         heap = self._heap
         while heap:
-            time_ns, _, _, item = heapq.heappop(heap)
+            time_ns, _, _, item = _heappop(heap)
             if _cancelled(item):
                 continue
             self.now = time_ns
@@ -127,17 +138,16 @@ class Environment:
     def run(self, until_ns: int | None = None) -> None:
         """Process events with time < ``until_ns`` (all of them if None); then now = until."""
         heap = self._heap
-        pop = heapq.heappop
-        limit = until_ns if until_ns is not None else 1 << 62
+        limit = until_ns if until_ns is not None else _FOREVER
         if limit < self.now:
             raise ValueError(f"until ({limit} ns) lies before now ({self.now} ns)")
         while heap:
             # Pop first, put back the one entry past the limit: a test fewer per event
             # (entries are unique, so the heap's layout never changes the order).
-            entry = pop(heap)
+            entry = _heappop(heap)
             time_ns = entry[0]
             if time_ns >= limit:
-                heapq.heappush(heap, entry)
+                _heappush(heap, entry)
                 break
             self.now = time_ns
             entry[3]._trigger()  # a cancelled Timer does nothing
@@ -156,10 +166,57 @@ class Environment:
         event = Event(self)
         event._state = _TRIGGERED
         event.value = value
-        self._seq += 1
-        _heappush(self._heap, (self.now + delay_ns, NORMAL, self._seq, event))
+        seq = self._seq + 1
+        self._seq = seq
+        _heappush(self._heap, (self.now + delay_ns, NORMAL, seq, event))
         return event
 
     def process(self, generator: Generator[Event, Any, Any], name: str = "") -> Process:
         """Start a generator process; it runs from the current instant."""
         return Process(self, generator, name)
+
+
+class DelayLine(Scheduled, Generic[T]):
+    """Items that each arrive ``delay_ns`` after they were put in, handed to ``deliver``.
+
+    Exactly like ``env.schedule(delay_ns, deliver, item)`` per item — same instants, same
+    order against every other event (each item keeps the insertion number its own timer
+    would have had) — but only the first item in flight holds a heap entry: with a
+    constant delay, arrivals leave in the order they came in. Should the delay change
+    so that an item would overtake the last one in line, it gets a timer of its own.
+    """
+
+    __slots__ = ("_deliver", "_env", "_line", "delay_ns")
+
+    def __init__(self, env: Environment, delay_ns: int, deliver: Callable[[T], None]) -> None:
+        if delay_ns < 0:
+            raise ValueError(f"negative delay ({delay_ns} ns)")
+        self._env = env
+        self.delay_ns = delay_ns
+        self._deliver = deliver
+        # (arrival time, insertion number, item), in arrival order.
+        self._line: deque[tuple[int, int, T]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._line)
+
+    def put(self, item: T) -> None:
+        env = self._env
+        time_ns = env.now + self.delay_ns
+        line = self._line
+        if line and line[-1][0] > time_ns:  # would overtake: not a FIFO any more
+            env.schedule(self.delay_ns, self._deliver, item)
+            return
+        seq = env._seq + 1
+        env._seq = seq
+        line.append((time_ns, seq, item))
+        if len(line) == 1:
+            _heappush(env._heap, (time_ns, NORMAL, seq, self))
+
+    def _trigger(self) -> None:
+        line = self._line
+        item = line.popleft()[2]
+        if line:
+            time_ns, seq, _ = line[0]
+            _heappush(self._env._heap, (time_ns, NORMAL, seq, self))
+        self._deliver(item)

@@ -2,28 +2,43 @@
 
 A process is a generator that yields :class:`Event` objects and is resumed with the
 event's value once it fires. Processes can be stopped (a killed app, a cancelled download).
+
+This module is compiled with mypyc when the package is built with it (``setup.py``); the
+annotations are then checked at run time, so every value crossing in from user code
+(what a generator yields) is typed ``object`` and checked explicitly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 if TYPE_CHECKING:
     from mqoe.engine.kernel import Environment
 
 
 # Event states, as module constants for the hot paths (a global read is cheaper than
-# a class attribute's).
-_PENDING, _TRIGGERED, _PROCESSED = 0, 1, 2
+# a class attribute's; compiled, they are C constants).
+_PENDING: Final = 0
+_TRIGGERED: Final = 1
+_PROCESSED: Final = 2
 
 
-class Event:
+class Scheduled:
+    """Anything the kernel's heap holds: it knows how to fire itself."""
+
+    __slots__ = ()
+
+    def _trigger(self) -> None:
+        raise NotImplementedError
+
+
+class Event(Scheduled):
     """Something that happens once; callbacks run when it fires, in insertion order."""
 
-    PENDING = _PENDING
-    TRIGGERED = _TRIGGERED  # scheduled to fire
-    PROCESSED = _PROCESSED  # fired; callbacks have run
+    PENDING: ClassVar[int] = _PENDING
+    TRIGGERED: ClassVar[int] = _TRIGGERED  # scheduled to fire
+    PROCESSED: ClassVar[int] = _PROCESSED  # fired; callbacks have run
 
     __slots__ = ("_state", "callbacks", "env", "value")
 
@@ -36,11 +51,11 @@ class Event:
 
     @property
     def triggered(self) -> bool:
-        return self._state != Event.PENDING
+        return self._state != _PENDING
 
     @property
     def processed(self) -> bool:
-        return self._state == Event.PROCESSED
+        return self._state == _PROCESSED
 
     def succeed(self, value: Any = None) -> Event:
         """Fire this event at the current instant (after the running callback returns)."""
@@ -54,7 +69,8 @@ class Event:
     def _trigger(self) -> None:
         """Fire: run the callbacks once (called by the kernel when the event is due)."""
         self._state = _PROCESSED
-        callbacks, self.callbacks = self.callbacks, None
+        callbacks = self.callbacks
+        self.callbacks = None
         if callbacks:
             for callback in callbacks:
                 callback(self)
@@ -71,9 +87,10 @@ class Process(Event):
         super().__init__(env)
         if not hasattr(generator, "send"):
             raise TypeError(f"process needs a generator, got {type(generator).__name__}")
-        self._generator = generator
+        self._generator: Any = generator
         self.name = name
-        self._resume_cb = self._resume  # one bound method for the process's whole life
+        # One bound method for the process's whole life.
+        self._resume_cb: Callable[[Event], None] = self._resume
         start = Event(env)
         self._target: Event | None = start
         start.callbacks = [self._resume_cb]
@@ -81,23 +98,20 @@ class Process(Event):
 
     @property
     def alive(self) -> bool:
-        return self._state == Event.PENDING
+        return self._state == _PENDING
 
     def _resume(self, event: Event) -> None:
         try:
-            target = self._generator.send(event.value)
+            target: object = self._generator.send(event.value)
         except StopIteration as stop:
             self._target = None
             self._finish(stop.value)
             return
-        self._target = target
-        try:
-            callbacks = target.callbacks
-        except AttributeError:
+        if not isinstance(target, Event):
             self._generator.close()
-            raise TypeError(
-                f"process {self.name!r} yielded {target!r}; yield Event objects"
-            ) from None
+            raise TypeError(f"process {self.name!r} yielded {target!r}; yield Event objects")
+        self._target = target
+        callbacks = target.callbacks
         if callbacks is not None:
             callbacks.append(self._resume_cb)
         else:
@@ -105,17 +119,17 @@ class Process(Event):
             self.env.schedule(0, self._resume_later, target)
 
     def _resume_later(self, event: Event) -> None:
-        if self._target is event and self._state == Event.PENDING:
+        if self._target is event and self._state == _PENDING:
             self._resume(event)
 
     def _finish(self, value: Any) -> None:
-        self._state = Event.TRIGGERED
+        self._state = _TRIGGERED
         self.value = value
         self._trigger()
 
     def stop(self, value: Any = None) -> None:
         """End the process now: it will not resume; waiters on it fire with ``value``."""
-        if self._state != Event.PENDING:
+        if self._state != _PENDING:
             return
         target, self._target = self._target, None
         if target is not None and target.callbacks and self._resume_cb in target.callbacks:

@@ -36,7 +36,7 @@ class RandomStreams:
 
     __slots__ = ("_cache", "seed")
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: object) -> None:
         self.seed = validate_seed(seed)
         self._cache: dict[str, np.random.Generator] = {}
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Recorder:
@@ -34,6 +35,8 @@ class Recorder:
 
     def frame(self, kind: type) -> pd.DataFrame:
         """One row per record, one column per dataclass field."""
+        import pandas as pd  # only when tables are wanted: runs start without pandas
+
         columns = [f.name for f in dataclasses.fields(kind)]
         rows = [dataclasses.astuple(r) for r in self._records.get(kind, ())]
         return pd.DataFrame(rows, columns=columns)

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from mqoe.engine import Environment
+from mqoe.engine import DelayLine, Environment
 
 HEADER_BYTES = 40  # IPv4 + TCP headers without options (RFC 791, RFC 793)
 
@@ -71,11 +71,11 @@ class Link:
         "_queue",
         "_tx_ns_per_byte",
         "bytes_forwarded",
-        "delay_ns",
         "drops",
         "env",
         "name",
         "packets_forwarded",
+        "propagation",
         "queue_bytes",
         "queue_limit_bytes",
         "rate_bps",
@@ -94,15 +94,21 @@ class Link:
         self.env = env
         self.name = name
         self.rate_bps = rate_bps
-        self.delay_ns = delay_ns
         self.queue_limit_bytes = queue_limit_bytes
         self._tx_ns_per_byte = 8e9 / rate_bps
+        # Packets propagating to the far end: one heap entry per link, not per packet.
+        self.propagation: DelayLine[Packet] = DelayLine(env, delay_ns, arrive)
         self._queue: deque[Packet] = deque()
         self._busy = False
         self.queue_bytes = 0
         self.drops = 0
         self.packets_forwarded = 0
         self.bytes_forwarded = 0
+
+    @property
+    def delay_ns(self) -> int:
+        """Propagation delay (ns)."""
+        return self.propagation.delay_ns
 
     def enqueue(self, packet: Packet) -> None:
         if not self._busy:
@@ -121,7 +127,7 @@ class Link:
     def _transmitted(self, packet: Packet) -> None:
         self.packets_forwarded += 1
         self.bytes_forwarded += packet.size
-        self.env.schedule(self.delay_ns, arrive, packet)
+        self.propagation.put(packet)
         if self._queue:
             nxt = self._queue.popleft()
             self.queue_bytes -= nxt.size

@@ -338,6 +338,12 @@ class TcpSender:
         self.rto_ns = min(self.rto_ns * 2, TCP_RTO_MAX_NS)
         self._sample(force=True)
         self._send_available()
+        self._ensure_rto()
+
+    def _ensure_rto(self) -> None:
+        # A method of its own: after ``self._rto_timer = None`` above, a type checker
+        # (and mypyc, which compiles this module) would take the timer for None still,
+        # though sending may have armed it.
         if self._rto_timer is None:
             self._arm_rto()
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 
-from mqoe.device.net.link import Link, Packet, arrive
+from mqoe.device.net.link import Link, Packet
 from mqoe.engine import Environment
 
 # 802.11n, 5 GHz, 20 MHz, one spatial stream (IEEE 802.11-2012 §20; the overhead terms as
@@ -198,7 +198,7 @@ class WifiMedium:
         iface, packet = item
         iface.packets_forwarded += 1
         iface.bytes_forwarded += packet.size
-        self.env.schedule(iface.delay_ns, arrive, packet)
+        iface.propagation.put(packet)
         self._busy = False
         self.kick()
 
