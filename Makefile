@@ -9,7 +9,11 @@ STAMP  := $(VENV)/.installed-stamp
 
 venv: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml
+# setup.py compiles the hot kernel (src/mqoe/native.py lists it) with mypyc: a change to
+# one of those sources rebuilds it (the tests refuse to run a stale build).
+NATIVE_SOURCES := $(shell sed -n 's/^    "\(mqoe[a-z_.]*\)",$$/src\/\1.py/p' src/mqoe/native.py | sed 's/\./\//g; s/\/py$$/.py/')
+
+$(STAMP): requirements.lock pyproject.toml setup.py src/mqoe/native.py $(NATIVE_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
@@ -85,4 +89,5 @@ lock:
 	  --strip-extras -o requirements.lock pyproject.toml
 
 clean:
-	rm -rf $(VENV) demo-results .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-results .pytest_cache .mypy_cache .ruff_cache build .mypyc
+	find src -name '*.so' -delete  # the compiled kernel (setup.py)

@@ -66,3 +66,15 @@ def phone_factory() -> Callable[..., Phone]:
         return Phone(make_profile(clusters, **sched), seed, trace=trace)
 
     return factory
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test stale compiled modules: Python would import the old build."""
+    from mqoe.native import stale
+
+    if old := stale():
+        pytest.exit(
+            f"compiled modules older than their source: {', '.join(old)}; rebuild them "
+            "with `make venv` (or `pip install --no-deps --no-build-isolation -e .`)",
+            returncode=2,
+        )

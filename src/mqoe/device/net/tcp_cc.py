@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from mqoe.engine import ms
 
 if TYPE_CHECKING:
@@ -40,6 +42,8 @@ class CongestionControl(Protocol):
         ...
 
 
+# Compiled with mypyc (mqoe.native); a new algorithm may subclass these in plain Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class NewReno:
     """RFC 5681 / 6582 congestion avoidance: one MSS per window, half the flight on loss."""
 
@@ -58,6 +62,7 @@ class NewReno:
         pass
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Cubic:
     """CUBIC window growth (RFC 8312), in segments, with fast convergence, and HyStart's
     delay-increase exit from slow start (Linux tcp_cubic, ``hystart=1``)."""

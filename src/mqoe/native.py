@@ -1,0 +1,51 @@
+"""The modules mqoe compiles with mypyc, and whether each runs compiled and current.
+
+The packet path and the event kernel run millions of times per simulated minute; built
+with mypyc (``setup.py``, at ``make``/``pip install``) they run several times faster
+from the same Python source, which stays the reference: without a C compiler, or with
+``MQOE_PURE_PYTHON=1`` at install, the same modules run interpreted and give identical
+results (docs/decisions/0004-compiled-kernel.md).
+
+A compiled module is a ``.so`` beside its ``.py`` and Python prefers it, so editing the
+source of one without rebuilding would run the old code: :func:`stale` names such
+modules and the test suite refuses to start with any.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+# The hot kernel: event heap and processes, links and Wi-Fi, TCP's packet path.
+COMPILED = (
+    "mqoe.engine.kernel",
+    "mqoe.engine.process",
+    "mqoe.device.net.link",
+    "mqoe.device.net.wifi",
+    "mqoe.device.net.tcp",
+    "mqoe.device.net.tcp_cc",
+    "mqoe.device.net.tcp_config",
+    "mqoe.device.net.tcp_receiver",
+)
+
+
+def _origin(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    return Path(spec.origin) if spec is not None and spec.origin else None
+
+
+def compiled() -> list[str]:
+    """The modules of :data:`COMPILED` that import as compiled extensions here."""
+    return [m for m in COMPILED if (path := _origin(m)) is not None and path.suffix == ".so"]
+
+
+def stale() -> list[str]:
+    """Compiled modules whose Python source changed after they were built."""
+    found = []
+    for module in compiled():
+        extension = _origin(module)
+        assert extension is not None
+        source = extension.with_name(module.rsplit(".", 1)[1] + ".py")
+        if source.exists() and source.stat().st_mtime > extension.stat().st_mtime:
+            found.append(module)
+    return found

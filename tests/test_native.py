@@ -1,0 +1,87 @@
+"""The compiled kernel (mypyc) gives exactly the interpreted kernel's results."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mqoe
+from mqoe import native
+
+# Short runs through every compiled module: the packet path on a wired bottleneck (spiral)
+# and on shared Wi-Fi (netpis), and generator processes on the kernel.
+_RUNS = """
+import json, sys
+from mqoe.device.profiles import load_profile
+from mqoe.engine import Environment
+from mqoe.workloads.runner import run_scenario
+
+out = {}
+for name, overrides in (
+    ("spiral", {"duration_s": "40", "competitor_start_s": "15"}),
+    ("netpis", {"duration_s": "8", "video_s": "6", "variant": "netpis"}),
+):
+    record = run_scenario(name, load_profile("nexus-5"), 3, overrides)
+    out[name] = {k: repr(v) for k, v in sorted(record.metrics.items())}
+env = Environment(5)
+order = []
+def proc(i):
+    for step in range(50):
+        yield env.timeout((i * 7919 + step * 104729) % 1000)
+        order.append((env.now, i))
+for i in range(20):
+    env.process(proc(i))
+env.run()
+out["processes"] = repr(order)
+json.dump(out, sys.stdout)
+"""
+
+
+def _run(pythonpath: Path) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    done = subprocess.run(
+        [sys.executable, "-c", _RUNS], env=env, capture_output=True, text=True, check=True
+    )
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def test_compiled_and_interpreted_kernels_give_identical_results(tmp_path: Path) -> None:
+    if not native.compiled():
+        pytest.skip("built without mypyc: the kernel runs interpreted only")
+    package = Path(mqoe.__file__).parent
+    shutil.copytree(package, tmp_path / "mqoe", ignore=shutil.ignore_patterns("*.so"))
+    interpreted = _run(tmp_path)
+    compiled = _run(package.parent)
+    assert interpreted == compiled
+    assert set(interpreted) == {"spiral", "netpis", "processes"}
+
+
+def test_a_compiled_module_older_than_its_source_is_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extension = tmp_path / "kernel.cpython-311-x86_64-linux-gnu.so"
+    source = tmp_path / "kernel.py"
+    extension.write_bytes(b"")
+    source.write_text("")
+    os.utime(extension, (1_000, 1_000))
+    os.utime(source, (2_000, 2_000))
+    monkeypatch.setattr(
+        native, "_origin", lambda m: extension if m == "mqoe.engine.kernel" else None
+    )
+    assert native.compiled() == ["mqoe.engine.kernel"]
+    assert native.stale() == ["mqoe.engine.kernel"]
+    os.utime(extension, (3_000, 3_000))
+    assert native.stale() == []
+
+
+def test_every_compiled_module_exists_as_source() -> None:
+    root = Path(mqoe.__file__).parent.parent
+    for module in native.COMPILED:
+        assert (root / Path(*module.split("."))).with_suffix(".py").is_file(), module
