@@ -36,6 +36,9 @@ def run(spec: dict[str, Any]) -> dict[str, float]:
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.StringValue("ns3::TcpCubic"))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(segment))
     ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
+    # No timestamp option: 12 more header bytes would take a 1460-byte segment past the
+    # 1500-byte MTU (IP fragments), and mqoe's packets are 1460 + 40 bytes.
+    ns.Config.SetDefault("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))
     for buffer in ("SndBufSize", "RcvBufSize"):
         ns.Config.SetDefault(f"ns3::TcpSocket::{buffer}", ns.UintegerValue(spec["buffer_bytes"]))
     nodes = ns.NodeContainer()
@@ -45,12 +48,14 @@ def run(spec: dict[str, Any]) -> dict[str, float]:
     hop_ms = spec["rtt_ms"] / 4
     access = [_link(ns, s, router, spec["access_mbps"], hop_ms, 1 << 24) for s in (b, c)]
     bottleneck = _link(ns, router, client, spec["rate_mbps"], hop_ms, spec["queue_bytes"])
-    ns.TrafficControlHelper().Uninstall(bottleneck)
     addresses = ns.Ipv4AddressHelper()
     for i, devices in enumerate([*access, bottleneck]):
         addresses.SetBase(ns.Ipv4Address(f"10.1.{i + 1}.0"), ns.Ipv4Mask("255.255.255.0"))
         interfaces = addresses.Assign(devices)
     client_address = interfaces.GetAddress(1)
+    # Assign installed the default root queue disc (FqCoDel) on every device; the
+    # bottleneck's queue is its device's drop-tail queue instead, as mqoe's link has.
+    ns.TrafficControlHelper().Uninstall(bottleneck)
     ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
 
     stop = ns.Seconds(spec["sim_seconds"])

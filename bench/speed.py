@@ -310,9 +310,9 @@ class Goal:
         value = figures.get(self.figure)
         if value is None:
             verdict = "not measured" + (f" ({self.missing})" if self.missing else "")
-            return f"{self.label:44s} {'-':>10s}   (goal {self.wanted})  {verdict}"
+            return f"{self.label:46s} {'-':>10s}   (goal {self.wanted})  {verdict}"
         verdict = "met" if self.met(value) else "not met"
-        return f"{self.label:44s} {_number(value):>10s}   (goal {self.wanted})  {verdict}"
+        return f"{self.label:46s} {_number(value):>10s}   (goal {self.wanted})  {verdict}"
 
 
 _NS3 = "ns-3 not installed: make bench-env"
@@ -393,7 +393,7 @@ def report(figures: dict[str, float], baseline: dict[str, Any]) -> list[str]:
     if baseline:
         lines.append(f"baseline: {baseline.get('recorded', '?')} on {baseline.get('machine', '?')}")
     for name, value in figures.items():
-        line = f"{name:40s} {_number(value):>12s}"
+        line = f"{name:44s} {_number(value):>10s}"
         if recorded.get(name):
             line += f"   x{value / recorded[name]:.2f} vs baseline"
         if name in targets:
@@ -411,13 +411,13 @@ def report(figures: dict[str, float], baseline: dict[str, Any]) -> list[str]:
     plain = figures.get("frame_deadlines_sim_s_per_wall_s")
     traced = figures.get("frame_deadlines_traced_sim_s_per_wall_s")
     if plain and traced:
-        lines.append(f"{'trace recorder on: speed vs off':40s} {traced / plain:12.2f}x")
+        lines.append(f"{'trace recorder on: speed vs off':44s} {traced / plain:10.2f}x")
     flash = figures.get("flash_aging_sim_s_per_wall_s")
     if flash:
         label = "flash aging: simulated days per wall s"
-        lines.append(f"{label:40s} {flash / 86_400:12.2f}   (goal ≥ 3)")
+        lines.append(f"{label:44s} {flash / 86_400:10.2f}   (goal ≥ 3)")
     fixed = figures.get("frame_deadlines_fixed_clock_sim_s_per_wall_s")
     if plain and fixed:
         label = "governor + hotplug: speed vs fixed clock"
-        lines.append(f"{label:40s} {plain / fixed:12.2f}x")
+        lines.append(f"{label:44s} {plain / fixed:10.2f}x")
     return lines
