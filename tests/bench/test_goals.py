@@ -187,3 +187,13 @@ def _importable(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
+
+
+def test_the_ns3_lock_pins_every_package_with_a_hash() -> None:
+    lock = Path(peers.__file__).with_name("requirements-ns3.lock").read_text()
+    entries = " ".join(line for line in lock.splitlines() if not line.lstrip().startswith("#"))
+    requirements = [part for part in entries.replace("\\", " ").split() if "==" in part]
+    names = {requirement.split("==")[0].lower() for requirement in requirements}
+    # ns3 and its whole dependency closure, or `pip --require-hashes` refuses to install.
+    assert names == {"ns3", "cppyy", "cppyy-backend", "cppyy-cling", "cpycppyy"}
+    assert entries.count("--hash=sha256:") >= len(requirements)
