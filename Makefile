@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test test-slow lint bench lock clean chromium docs goldens
+.PHONY: venv demo test test-slow lint bench bench-env lock clean chromium docs goldens
 
 venv: $(STAMP)
 
@@ -78,8 +78,24 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
+## The speed figures and the speed issue's goals (docs/development.md#make-bench). The
+## ns-3 comparison runs when `make bench-env` has built .venv-bench; otherwise it is skipped.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+## The optional bench environment .venv-bench: the main venv's packages plus ns-3 from
+## PyPI (bench/requirements-ns3.lock, hashed; its cppyy bindings build from source, so
+## this needs a C++ compiler and takes a few minutes).
+BENCH_VENV  := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed-stamp
+bench-env: $(BENCH_STAMP)
+
+$(BENCH_STAMP): requirements.lock bench/requirements-ns3.lock pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes \
+	  -r requirements.lock -r bench/requirements-ns3.lock
+	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(BENCH_STAMP)
 
 ## Regenerate the lock file after editing dependencies in pyproject.toml.
 lock:

@@ -6,7 +6,8 @@ the budget the issues set (quick: under 1 minute each; full: 10 minutes for
 coal-not-diamonds, 5 for the others). Also times one three-week ``flash-aging`` run (the
 aging-glitching write-speed figure's unit of work) in simulated days per wall second.
 Exit status 1 when a work is over its budget. Measure on a quiet machine: the numbers
-scale with the cores the process pool gets.
+scale with the cores the process pool gets. ``cli_reproduce_figures`` times the speed
+issue's two whole ``mqoe reproduce`` commands for ``bench/run.py --reproductions``.
 """
 
 from __future__ import annotations
@@ -19,11 +20,22 @@ import time
 from pathlib import Path
 
 from mqoe.experiments import EXPERIMENTS
-from speed import flash_aging_speed
+from speed import cli_seconds, flash_aging_speed
 
 QUICK_BUDGET_S = 60.0  # every issue: "--quick in under 1 minute"
 FULL_BUDGET_S = {"coal-not-diamonds": 600.0}  # issue 4; the others: 5 minutes
 FULL_DEFAULT_S = 300.0
+
+
+def cli_reproduce_figures() -> dict[str, float]:
+    """Whole-process wall time of the speed issue's two reproduce commands, each once
+    (minutes; the bytecode cache is assumed warm from ``make bench``'s CLI figures):
+    ``mqoe reproduce all --quick`` (goal < 60 s) and ``mqoe reproduce downward-spiral``
+    (goal < 11 s), both on every core, in a scratch folder."""
+    return {
+        "reproduce_all_quick_s": cli_seconds(["reproduce", "all", "--quick"], 1, warm=False),
+        "reproduce_downward_spiral_s": cli_seconds(["reproduce", "downward-spiral"], 1, warm=False),
+    }
 
 
 def main() -> None:
