@@ -40,12 +40,15 @@ class Event(Scheduled):
     TRIGGERED: ClassVar[int] = _TRIGGERED  # scheduled to fire
     PROCESSED: ClassVar[int] = _PROCESSED  # fired; callbacks have run
 
-    __slots__ = ("_state", "callbacks", "env", "value")
+    __slots__ = ("_state", "_waiter", "callbacks", "env", "value")
 
     def __init__(self, env: Environment) -> None:
         self.env = env
         # None once processed (late waiters are resumed through the heap instead).
         self.callbacks: list[Callable[[Event], None]] | None = []
+        # The first process to wait while no callback is queued: resumed before the
+        # callbacks (it came first) without a bound method in the list.
+        self._waiter: Process | None = None
         self.value: Any = None
         self._state = _PENDING
 
@@ -71,6 +74,10 @@ class Event(Scheduled):
         self._state = _PROCESSED
         callbacks = self.callbacks
         self.callbacks = None
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            waiter._resume(self)
         if callbacks:
             for callback in callbacks:
                 callback(self)
@@ -79,7 +86,7 @@ class Event(Scheduled):
 class Process(Event):
     """Runs a generator; as an event, it fires with the generator's return value."""
 
-    __slots__ = ("_generator", "_resume_cb", "_target", "name")
+    __slots__ = ("_generator", "_resume_cb", "_send", "_target", "name")
 
     def __init__(
         self, env: Environment, generator: Generator[Event, Any, Any], name: str = ""
@@ -88,6 +95,7 @@ class Process(Event):
         if not hasattr(generator, "send"):
             raise TypeError(f"process needs a generator, got {type(generator).__name__}")
         self._generator: Any = generator
+        self._send: Callable[[Any], object] = generator.send  # looked up once, not per step
         self.name = name
         # One bound method for the process's whole life.
         self._resume_cb: Callable[[Event], None] = self._resume
@@ -102,7 +110,7 @@ class Process(Event):
 
     def _resume(self, event: Event) -> None:
         try:
-            target: object = self._generator.send(event.value)
+            target = self._send(event.value)
         except StopIteration as stop:
             self._target = None
             self._finish(stop.value)
@@ -112,11 +120,13 @@ class Process(Event):
             raise TypeError(f"process {self.name!r} yielded {target!r}; yield Event objects")
         self._target = target
         callbacks = target.callbacks
-        if callbacks is not None:
-            callbacks.append(self._resume_cb)
-        else:
+        if callbacks is None:
             # Already fired: resume at this instant through the heap (no recursion).
             self.env.schedule(0, self._resume_later, target)
+        elif callbacks or target._waiter is not None:
+            callbacks.append(self._resume_cb)
+        else:
+            target._waiter = self
 
     def _resume_later(self, event: Event) -> None:
         if self._target is event and self._state == _PENDING:
@@ -132,7 +142,10 @@ class Process(Event):
         if self._state != _PENDING:
             return
         target, self._target = self._target, None
-        if target is not None and target.callbacks and self._resume_cb in target.callbacks:
-            target.callbacks.remove(self._resume_cb)
+        if target is not None:
+            if target._waiter is self:
+                target._waiter = None
+            elif target.callbacks and self._resume_cb in target.callbacks:
+                target.callbacks.remove(self._resume_cb)
         self._generator.close()
         self._finish(value)
