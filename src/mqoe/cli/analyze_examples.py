@@ -11,8 +11,6 @@ interrupted run leaves nothing half-written.
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 from pathlib import Path
 
 from mqoe.cli.console import out
@@ -82,6 +80,9 @@ def write_examples(directory: Path, seed: int = 0, anr_files: int = 200) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    import shutil  # here, not at the top: `mqoe --help` imports this module
+    import tempfile
+
     target: Path = args.dir
     if target.exists() or target.is_symlink():
         raise UserError(f"{target}: already exists; give a new directory (nothing was written)")

@@ -10,8 +10,6 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 from mqoe.cli.console import LazyProgress, err, out
 from mqoe.errors import UserError
 
@@ -113,6 +111,7 @@ def _cells(frame: pd.DataFrame, shown: dict[str, str], missing: str = "unknown")
     """The ``shown`` columns as text cells: NA and NaN say ``missing`` (never 0), floats
     have 4 significant digits, and text from the files is never read as markup."""
     import pandas as pd
+    from rich.markup import escape
 
     def cell(value: Any) -> str:
         if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
@@ -128,6 +127,7 @@ def _cells(frame: pd.DataFrame, shown: dict[str, str], missing: str = "unknown")
 
 def _print_table(cells: pd.DataFrame) -> None:
     """Text cells as a Rich table whose long names fold onto more lines, never cut."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table()

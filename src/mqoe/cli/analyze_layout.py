@@ -9,8 +9,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-
 from mqoe.cli.console import LazyProgress, err, jsonable, out, print_frame
 
 if TYPE_CHECKING:
@@ -48,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from mqoe.analysis.layout import analyze_layout, load_layout
     from mqoe.results import ensure_output_dir, write_output
 

@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 from mqoe.cli.console import LazyProgress, jsonable, out, print_frame
 from mqoe.errors import UserError
 
@@ -53,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from mqoe.analysis.pcap import read_capture
     from mqoe.results import ensure_output_dir, write_output
 

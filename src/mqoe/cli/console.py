@@ -15,26 +15,60 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-class _Console(Console):
-    """A Rich console that reports a closed pipe as :class:`BrokenPipeError`, for
-    ``mqoe.cli.main.main`` to handle in one place (Rich's own handler exits with 1)."""
+class _LazyConsole:
+    """A Rich console made when first used: importing Rich costs ~0.1 s, which
+    ``mqoe --help``, ``--version`` and JSON output never need. Options are fixed when
+    this is made, as for a console made at import."""
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True  # drop whatever is still buffered
-        raise BrokenPipeError(errno.EPIPE, "the reader of this output has gone")
+    _options: dict[str, Any]
+    _console: Console | None
+
+    def __init__(self, **options: Any) -> None:
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_console", None)
+
+    def made(self) -> Console:
+        """The Rich console itself (made now if it was not yet)."""
+        console = self._console
+        if console is None:
+            console = _make_console(**self._options)
+            object.__setattr__(self, "_console", console)
+        return console
+
+    def __getattr__(self, name: str) -> Any:  # whatever this object itself lacks
+        return getattr(self.made(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.made(), name, value)
+
+
+def _make_console(**options: Any) -> Console:
+    from rich.console import Console
+
+    class _Console(Console):
+        """A Rich console that reports a closed pipe as :class:`BrokenPipeError`, for
+        ``mqoe.cli.main.main`` to handle in one place (Rich's own handler exits with 1)."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True  # drop whatever is still buffered
+            raise BrokenPipeError(errno.EPIPE, "the reader of this output has gone")
+
+    return _Console(**options)
 
 
 # Piped output gets a wide fixed width so tables stay readable in logs and files.
-out = _Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
-err = _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)  # one line stays one
+out = cast(
+    "Console",
+    _LazyConsole(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160),
+)
+# soft_wrap: one line stays one.
+err = cast("Console", _LazyConsole(stderr=True, highlight=False, emoji=False, soft_wrap=True))
 
 
 class LazyProgress:
@@ -43,17 +77,21 @@ class LazyProgress:
 
     def __init__(self, label: str, enabled: bool | None = None) -> None:
         self.label = label
-        self.enabled = err.is_terminal if enabled is None else enabled
+        self._enabled = enabled  # None: if stderr is a terminal, asked after that second
         self.start = time.perf_counter()
         self._progress: Any = None
         self._task: Any = None
 
     def __call__(self, fraction: float) -> None:
-        if not self.enabled:
-            return
         if self._progress is None:
             if time.perf_counter() - self.start < 1.0:
-                return
+                return  # (a short job never makes the console, nor imports Rich)
+            if self._enabled is None:
+                self._enabled = err.is_terminal
+        if not self._enabled:
+            return
+        if self._progress is None:
+            from rich.markup import escape
             from rich.progress import (
                 BarColumn,
                 Progress,
@@ -68,7 +106,7 @@ class LazyProgress:
                 TextColumn("{task.percentage:>3.0f}%"),
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
-                console=err,
+                console=cast(_LazyConsole, err).made(),
                 transient=True,
             )
             self._progress.start()
@@ -95,6 +133,9 @@ def print_frame(frame: Any, fmt: str) -> None:
     elif fmt == "json":
         sys.stdout.write(frame.to_json(orient="records") + "\n")
     else:
+        from rich.table import Table
+        from rich.text import Text
+
         table = Table()
         for column in frame.columns:
             table.add_column(Text(str(column)))

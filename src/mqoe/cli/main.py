@@ -18,11 +18,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
-from mqoe import __version__
 from mqoe.cli.console import LazyProgress, check_output_file, err, one_line, out, print_frame
 from mqoe.cli.console import jsonable as _jsonable
 from mqoe.errors import UserError
@@ -66,9 +61,31 @@ class _Parser(argparse.ArgumentParser):
             (file or sys.stderr).write(message)
 
 
+class _Version(argparse.Action):
+    """``--version``: argparse's version action, but the version is read only when asked
+    (reading it imports importlib.metadata, which every other command would pay for)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show program's version number and exit",  # argparse's own words
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        import mqoe
+
+        formatter = parser._get_formatter()  # as argparse's version action prints it
+        formatter.add_text(f"mqoe {mqoe.__version__}")
+        parser._print_message(formatter.format_help(), sys.stdout)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mqoe", description="mqoe: a virtual smartphone for QoE research")
-    parser.add_argument("--version", action="version", version=f"mqoe {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     profiles = sub.add_parser("profiles", help="list or show device profiles")
@@ -161,6 +178,9 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
     from mqoe.device.profiles import core_ipc_factor, list_profiles, load_profile
 
     if args.action == "list":
+        from rich.table import Table
+        from rich.text import Text
+
         table = Table(title="device profiles", title_justify="left")
         for column in ("name", "model", "SoC", "CPU clusters", "RAM", "storage", "Android"):
             table.add_column(column)
@@ -256,26 +276,20 @@ def _parse_seed(text: str) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from mqoe.device.profiles import load_profile
-    from mqoe.results import ResultsStore, default_results_dir, ensure_output_dir
-    from mqoe.workloads import SCENARIOS
     from mqoe.workloads.base import parse_assignments, parse_params
-    from mqoe.workloads.population import POPULATIONS
-    from mqoe.workloads.runner import run_population, run_scenario
 
     if args.list or not args.scenario:
         if not args.list:
             raise UserError("mqoe run: name a scenario (mqoe run --list shows them)")
+        from mqoe.workloads import SCENARIOS
+        from mqoe.workloads.population import POPULATIONS
+
         return _list_scenarios({**SCENARIOS, **POPULATIONS})
     # Everything a user can get wrong is checked before the results folder is touched
     # and before anything is simulated: seed, scenario, parameters, profile, then --out.
     seed = _parse_seed(args.seed)
     overrides = parse_assignments(args.assignments)
-    population = args.scenario in POPULATIONS
-    if not population and args.scenario not in SCENARIOS:
-        known = ", ".join(sorted({*SCENARIOS, *POPULATIONS}))
-        raise UserError(f"unknown scenario {args.scenario!r}; available: {known}")
-    entry = POPULATIONS[args.scenario] if population else SCENARIOS[args.scenario]
+    entry, population = _registered(args.scenario)
     parse_params(entry.params_type, overrides, args.scenario)
     if population and (args.profile is not None or args.trace):
         raise UserError(
@@ -283,6 +297,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     if args.profile is not None and not args.profile.strip():
         raise UserError("--profile '': empty; name a profile (mqoe profiles list) or a .toml file")
+    from mqoe.device.profiles import load_profile
+    from mqoe.results import ResultsStore, default_results_dir, ensure_output_dir
+    from mqoe.workloads.runner import run_population, run_scenario
+
     profile = None if population else load_profile(args.profile or "nokia-1")
     store = ResultsStore(ensure_output_dir(*_results_dir(args.out, default_results_dir())))
     if profile is None:
@@ -327,6 +345,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
 _SHOWN_ROWS = 40  # tables up to this size are printed; larger ones only stored
 
 
+def _registered(name: str) -> tuple[Any, bool]:
+    """The scenario or population scenario called ``name``, and whether it is a
+    population (whose module, the fleet model, is imported only for one)."""
+    from mqoe.workloads import SCENARIOS
+
+    if name in SCENARIOS:
+        return SCENARIOS[name], False
+    from mqoe.workloads.population import POPULATIONS
+
+    if name in POPULATIONS:
+        return POPULATIONS[name], True
+    known = ", ".join(sorted({*SCENARIOS, *POPULATIONS}))
+    raise UserError(f"unknown scenario {name!r}; available: {known}")
+
+
 def _results_dir(given: Path | None, default: Path) -> tuple[Path, str]:
     """The results folder and how to name it in errors: the option, or where the default
     came from."""
@@ -338,6 +371,8 @@ def _results_dir(given: Path | None, default: Path) -> tuple[Path, str]:
 def _list_scenarios(scenarios: dict[str, Any]) -> int:
     import dataclasses
 
+    from rich.markup import escape
+
     for name, scenario in sorted(scenarios.items()):
         out.print(f"[bold]{escape(name)}[/bold]: {escape(scenario.summary)}")
         for field in dataclasses.fields(scenario.params_type):
@@ -346,6 +381,10 @@ def _list_scenarios(scenarios: dict[str, Any]) -> int:
 
 
 def _print_run(record: Any, root: Path) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
     out.print(
         f"[bold]{escape(record.scenario)}[/bold] on {escape(record.profile)}, seed {record.seed}: "
         f"{record.sim_duration_s:g} s simulated in {record.wall_time_s:.2f} s"
@@ -377,6 +416,8 @@ def _print_run(record: Any, root: Path) -> None:
 
 # -- reproduce ------------------------------------------------------------------------
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from mqoe.experiments import EXPERIMENTS
 
     if args.list or not args.work:

@@ -8,10 +8,10 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:  # imported where used: storing a run needs neither, nor DuckDB at all
+    import duckdb
 
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
 SUFFIX = ".parquet"
@@ -124,6 +124,9 @@ def remove_quietly(path: Path) -> bool:
 def unreadable(path: Path, deep: bool) -> str | None:
     """Why ``path`` is not a readable Parquet file, or None if it is (or has gone):
     ``deep`` reads every page, otherwise only the footer."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         if deep:
             pq.read_table(path)

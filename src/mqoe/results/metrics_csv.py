@@ -16,13 +16,13 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Protocol
 
 from mqoe.errors import InputFileError
 from mqoe.results.atomic import atomic_write_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS: tuple[str, ...] = ("figure", "profile", "condition", "metric", "value", "unit")
 
@@ -116,6 +116,8 @@ def read_metrics_csv(path: str | Path) -> list[MetricRow]:
 
 def metrics_frame(rows: Iterable[MetricRow]) -> pd.DataFrame:
     """``rows`` as a DataFrame with the metrics.csv columns (condition as its string)."""
+    import pandas as pd  # here, not at the top: reading and writing the CSV need none
+
     records = [
         (r.figure, r.profile, format_condition(r.condition), r.metric, float(r.value), r.unit)
         for r in rows
@@ -134,6 +136,8 @@ def _csv_line(fields: Iterable[str]) -> str:
 
 
 def _condition_value(value: object) -> str:
+    import numpy as np
+
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool):

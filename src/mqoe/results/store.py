@@ -44,8 +44,8 @@ import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -60,6 +60,9 @@ from mqoe.results.atomic import (
     unlink_durably,
 )
 from mqoe.results.files import GONE, RETRIES, RUN_ID, SUFFIX
+
+if TYPE_CHECKING:  # DuckDB is imported by the queries: storing a run needs none of it
+    import duckdb
 
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _VERSION_KEY = b"mqoe.version"  # in a runs/ file's Parquet metadata: its tables' version
@@ -310,6 +313,8 @@ class ResultsStore:
         the query answered without it. Raises ``UserError`` for an empty store or a
         failing query.
         """
+        import duckdb
+
         retries = 0  # each retry follows a quarantined or a vanished file: it ends
         while True:
             try:
@@ -335,6 +340,8 @@ class ResultsStore:
                 con.close()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
+        import duckdb
+
         failures = self._readable(layout.parquet_files(self._failures_dir))
         sweeps = self._readable(layout.parquet_files(self._sweeps_dir))
         # A sweep whose every run failed so far is still worth querying.
@@ -357,6 +364,8 @@ class ResultsStore:
         """After DuckDB failed: quarantine the store's unreadable files it may have met.
         True if the query is worth trying again (something was set aside, or a file it
         named was replaced meanwhile); False if the failure is not about our files."""
+        import duckdb
+
         quoted = [Path(text) for text in _QUOTED_PARQUET.findall(str(exc))]
         if may_retry and any(p.is_relative_to(self.root) and not p.exists() for p in quoted):
             return True  # e.g. an old version its writer removed after our listing

@@ -11,14 +11,15 @@ import dataclasses
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
-
-from mqoe.device.cpu.knobs import CPU_KNOBS, check_cpu_knob
-from mqoe.device.phone import Phone
 from mqoe.errors import UserError
 from mqoe.params import check_number, coerce, field_range
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mqoe.device.phone import Phone
 
 Scalar = float | int | bool | str
 
@@ -59,6 +60,10 @@ def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario:
     then each field's declared range (:func:`mqoe.params.field_range`: by its unit, or
     its own metadata), so an impossible value fails here rather than in the engine.
     """
+    # Here, not at the top: the CPU model imports the engine (and pandas with it), which
+    # listing or naming scenarios does not need.
+    from mqoe.device.cpu.knobs import CPU_KNOBS, check_cpu_knob
+
     fields = {f.name: f for f in dataclasses.fields(params_type)}
     hints = typing.get_type_hints(params_type)
     values: dict[str, Any] = {}
