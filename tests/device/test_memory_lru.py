@@ -177,9 +177,7 @@ def test_pages_just_faulted_back_are_referenced_so_a_thrashing_process_makes_sca
     assert pressure_after(refault=True) >= 100 * (0.86 * 1.0)  # all resident = refaulted
 
 
-def test_the_kept_reclaim_order_is_the_full_sort_through_uses_adj_changes_and_kills() -> (
-    None
-):
+def test_the_kept_reclaim_order_is_the_full_sort_through_uses_adj_changes_and_kills() -> None:
     # The recency model keeps its victim order between batches (a use moves a process
     # to the tail) instead of sorting every process per batch: after every step it must
     # equal the sort by (last use, -oom_score_adj, pid), ties at one instant included.

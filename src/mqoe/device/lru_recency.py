@@ -133,10 +133,12 @@ class RecencyLru:
         """``process`` was just used (its ``last_use_ns`` is now, no earlier than any
         other's): it goes after every process used before now, and among those used
         now by importance, then pid — where sorting would put it."""
+        order = self._order
+        if order and order[-1] is process:
+            return  # the tail already (or a stale order, which the next batch rebuilds)
         table = self.m.processes
         if table._alive is not self._order_alive or table._adj_seq != self._order_adj:
             return  # the order is stale anyway: the next batch rebuilds it
-        order = self._order
         try:
             order.remove(process)
         except ValueError:  # not a living process of the table: reclaim never takes it
