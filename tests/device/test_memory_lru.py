@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mqoe.device.lru_recency import RecencyLru
 from mqoe.device.memory import (
     SWAP_CLUSTER_MAX,
     VMPRESSURE_CRITICAL,
@@ -174,3 +175,37 @@ def test_pages_just_faulted_back_are_referenced_so_a_thrashing_process_makes_sca
     uniform = -math.expm1(-4 / 40)  # ≈ 0.10 of resident pages used, for either process
     assert pressure_after(refault=False) < 100 * (uniform + 0.1)
     assert pressure_after(refault=True) >= 100 * (0.86 * 1.0)  # all resident = refaulted
+
+
+def test_the_kept_reclaim_order_is_the_full_sort_through_uses_adj_changes_and_kills() -> None:
+    # The recency model keeps its victim order between batches (a use moves a process
+    # to the tail) instead of sorting every process per batch: after every step it must
+    # equal the sort by (last use, -oom_score_adj, pid), ties at one instant included.
+    p = phone()
+    m = p.memory
+    lru = m.lru
+    assert isinstance(lru, RecencyLru)
+    procs = [app(p, f"app{k}", adj) for k, adj in enumerate((900, 0, 900, 200, -700))]
+
+    def check() -> None:
+        alive = m.processes.alive
+        expected = sorted(alive, key=lambda q: (q.last_use_ns, -q.oom_score_adj, q.pid))
+        assert lru._victims() == expected
+
+    check()
+    for step in range(40):
+        process, thread = procs[(step * 7) % len(procs)]
+        if process.alive:
+            run_gen(p, m.touch(process, thread, file_pages=step % 3, anon_pages=1))
+        if step % 5 == 0:  # several uses at one instant: ties broken by adj, then pid
+            for process, thread in procs[::2]:
+                if process.alive:
+                    run_gen(p, m.allocate(process, thread, 4, "anon"))
+        if step == 11:
+            m.processes.set_adj(procs[1][0], 900)
+        if step == 17:
+            procs.append(app(p, "late", 500))
+        if step == 23:
+            m.processes.mark_killed(procs[2][0], p.env.now, "test")
+        p.run(p.env.now + (ms(1) if step % 4 else 0))
+        check()

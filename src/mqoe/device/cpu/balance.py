@@ -144,17 +144,22 @@ class BalanceMixin:
         busiest: Core | None = None
         busiest_n = 0
         may: dict[int, bool] = {}  # per source tier: the verdict is the tier's
-        boosting = self.sched_boost != 0 and self.hmp is not None  # can_migrate_task's check
+        hmp = self.hmp
+        boosting = self.sched_boost != 0 and hmp is not None  # can_migrate_task's check
+        cid = core.cid
         for other in self.cores:
             if other is core or not other.cfs:
                 continue
-            tier = self._tier_of[other.cid]
-            if tier not in may:
-                may[tier] = self._may_pull(core, other)
-            if not may[tier]:
-                continue
-            n = sum(1 for t in other.cfs if core.cid in t.allowed
-                    and not (boosting and self._boost_keeps(t, core.cid, other)))  # fmt: skip
+            if hmp is not None:  # without HMP every pull is allowed (_may_pull)
+                tier = self._tier_of[other.cid]
+                if tier not in may:
+                    may[tier] = self._may_pull(core, other)
+                if not may[tier]:
+                    continue
+            n = 0  # the allowed threads of other's queue (a loop: no generator per core)
+            for t in other.cfs:
+                if cid in t.allowed and not (boosting and self._boost_keeps(t, cid, other)):
+                    n += 1
             if n > busiest_n:
                 busiest, busiest_n = other, n
         if busiest is None:

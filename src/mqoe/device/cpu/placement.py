@@ -78,9 +78,16 @@ class PlacementMixin:
             self._place_rt(thread)
             return
         core = self._select_fair_core(thread)
-        self._migrate_vruntime(thread, core)
-        # GENTLE_FAIR_SLEEPERS: at most half a latency of credit for having slept.
-        thread._vruntime = max(thread._vruntime, core.min_vruntime - self.latency_ns / 2)
+        # _migrate_vruntime, inlined (every wake-up passes here): vruntime is relative
+        # to the core the thread was last on; rebase it onto ``core``.
+        vruntime = thread._vruntime
+        source = thread._last_core
+        if source is not None and source is not core:
+            vruntime += core.min_vruntime - source.min_vruntime
+        # GENTLE_FAIR_SLEEPERS: at most half a latency of credit for having slept (the
+        # larger of the two, as max() picks it).
+        floor = core.min_vruntime - self.latency_ns / 2
+        thread._vruntime = floor if floor > vruntime else vruntime
         self._place_fair(thread, core, waking=True)
 
     def _place(self: Cpu, thread: Thread) -> None:
@@ -107,7 +114,10 @@ class PlacementMixin:
         self._enqueue(core, thread, _RUNNABLE)
         cur = core.current
         if cur is None:
-            self._pick_next(core)
+            if core.rt_throttled or not (core.rt or self._n_rt_queued):
+                self._pick_fair(core)  # _pick_next's own shortcut: no RT thread may run
+            else:
+                self._pick_next(core)
         elif self.hmp is not None and self._n_idle and self._kick_idle(thread, core):
             return
         elif not cur.rt_prio:

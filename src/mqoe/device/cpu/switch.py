@@ -403,19 +403,30 @@ class SwitchMixin:
             policy.n_busy > 1 and (not self._n_rt_queued or core.rt_throttled) and len(core.cfs) > 0
         )
         now = self.env.now
-        if stays_busy:
-            self._switch_out(core, thread, now)
-        else:
-            self._stop_running(core, thread)
+        self._switch_out(core, thread, now)
+        if not stays_busy:  # _stop_running's other half: the core goes idle
+            if policy.n_busy == 1:  # the cluster's last busy core: its active time ends
+                self._account_policy(policy)
+            policy.n_busy -= 1
+            core.current = None
+            self._n_idle += 1
         if not thread.rt_prio:
             core.fair_weight -= thread.weight
         thread._core = None
         thread._remaining = 0.0
         done, thread._done = thread._done, None
-        self._set_state(thread, _SLEEPING)
+        # _set_state(thread, SLEEPING), inlined (thread was running: not dead).
+        elapsed = now - thread._since
+        thread.state_ns[_RUNNING] += elapsed
+        if elapsed and self.track_util:
+            thread._util = self._util_after(thread, elapsed)
+        thread.state = _SLEEPING
+        thread._since = now
         assert done is not None
         done.succeed()
         if stays_busy:
             self._run_leftmost(core, now)
+        elif core.rt_throttled or not (core.rt or self._n_rt_queued):
+            self._pick_fair(core)  # _pick_next's own shortcut: no RT thread may run
         else:
             self._pick_next(core)
