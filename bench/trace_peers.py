@@ -147,14 +147,14 @@ def _best_rates(
 def figures(quick: bool = False) -> dict[str, float]:
     """Media seconds per wall second at a fixed quality (mqoe, the Pensieve loop), and
     ABR decisions (segments) per wall second of mqoe's loop under BOLA and BBA."""
-    from mqoe.policies.abr import BBA, Bola, Fixed
+    from mqoe.policies.abr import BBA, AbrRule, Bola, Fixed
     from mqoe.workloads.trace_player import session_columns
 
     trace, manifest, times, mbps, chunk_bytes, rtt_ms = _session()
     sessions = 5 if quick else 40  # per timed run
     rounds = 3 if quick else 9
 
-    def mqoe_loop(rule: object) -> Callable[[], object]:
+    def mqoe_loop(rule: AbrRule) -> Callable[[], object]:
         def run() -> object:
             for _ in range(sessions):
                 session_columns(trace, manifest, rule, buffer_max_s=60.0, session_s=SESSION_S)
