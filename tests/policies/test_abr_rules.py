@@ -30,6 +30,7 @@ from mqoe.policies.abr import (
     Representation,
     Throughput,
     as_rule,
+    buffer_choice,
     make_rule,
 )
 
@@ -604,3 +605,51 @@ def test_make_rule_accepts_any_plus_joined_registered_names(names: list[tuple[st
     spec = "+".join(f" {name} " if padded else name for name, padded in names)
     rule = make_rule(spec)
     assert isinstance(rule, MostConservative) == (len(names) > 1)
+
+
+# --- the fast path (buffer_choice) --------------------------------------------------------
+
+FAST_RULES: list[AbrRule] = [
+    BBA(),
+    BBA(reservoir_s=0.0, cushion_s=0.0),
+    BBA(reservoir_s=5.0, cushion_s=10.0),
+    Bola(),
+    Bola(gamma_p=1.0),
+    Fixed(),
+    Fixed(representation=1),
+]
+
+
+@settings(max_examples=300)
+@given(states(), st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=8))
+def test_buffer_choice_is_choose_for_any_buffer_and_previous_rung(
+    s: AbrState, fractions: list[float]
+) -> None:
+    for rule in FAST_RULES:
+        if isinstance(rule, Fixed) and rule.representation >= len(s.ladder):
+            continue
+        choice = buffer_choice(rule, s.ladder, s.segment_s, s.buffer_max_s)
+        assert choice is not None
+        for fraction in [*fractions, 1.0, 0.0]:
+            for last in [None, 0, len(s.ladder) - 1, s.last]:
+                b = fraction * s.buffer_max_s
+                full = AbrState(s.now_s, s.ladder, s.segment_s, b, s.buffer_max_s, [], last)
+                assert Decision(choice(b, last)) == rule.choose(full)
+
+
+def test_a_subclass_that_overrides_choose_loses_the_fast_path() -> None:
+    class Mine(Bola):
+        def choose(self, state: AbrState) -> Decision:
+            return Decision(0)
+
+    assert buffer_choice(Bola(), SPEC03, 4.0, 60.0) is not None
+    assert buffer_choice(Mine(), SPEC03, 4.0, 60.0) is None
+    assert buffer_choice(Throughput(), SPEC03, 4.0, 60.0) is None  # needs the history
+    assert buffer_choice(FunctionRule(lambda state: 0), SPEC03, 4.0, 60.0) is None
+    unsorted = [Representation(500.0), Representation(300.0)]
+    assert buffer_choice(BBA(), unsorted, 4.0, 60.0) is None  # bisection needs order
+
+
+def test_fixed_fast_path_refuses_a_rung_off_the_ladder() -> None:
+    with pytest.raises(UserError, match="representation 9 is not on the ladder"):
+        buffer_choice(Fixed(representation=9), SPEC03, 4.0, 60.0)

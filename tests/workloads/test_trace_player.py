@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -317,3 +318,97 @@ def test_bad_scenario_parameters_are_user_errors(
 ) -> None:
     with pytest.raises(error, match=fragment):
         run_scenario("trace-abr", load_profile("nokia-1"), 0, overrides)
+
+
+# -- the fast loop against the straightforward one --------------------------------------
+
+
+def _reference_session(
+    trace: ThroughputTrace, manifest: VideoManifest, rule: Any, buffer_max_s: float, n: int
+) -> list[tuple[float, ...]]:
+    """The player as first written: a full AbrState and Download every segment, and the
+    trace located by separate lookups (same formulas: results must match bit for bit)."""
+    dur = trace.duration_ms / 1000.0
+    bps_arr = trace.bandwidth_kbps * 1000.0
+    bounds = np.concatenate(([0.0], np.cumsum(dur))).tolist()
+    cum = np.concatenate(([0.0], np.cumsum(dur * bps_arr))).tolist()
+    bps, lat = bps_arr.tolist(), (trace.latency_ms / 1000.0).tolist()
+    period_s, period_bits = bounds[-1], cum[-1]
+
+    def locate(t: float) -> tuple[int, float, int]:
+        loops = math.floor(t / period_s)
+        into = t - loops * period_s
+        return loops, into, min(bisect_right(bounds, into) - 1, len(bps) - 1)
+
+    def end_of(start: float, size: float) -> float:
+        first = start + lat[locate(start)[2]]
+        loops, into, i = locate(first)
+        bits = loops * period_bits + cum[i] + bps[i] * (into - bounds[i]) + size
+        loops = math.ceil(bits / period_bits) - 1
+        rest = bits - loops * period_bits
+        if rest <= 0.0:
+            loops, rest = loops - 1, rest + period_bits
+        i = min(bisect_left(cum, rest), len(cum) - 1) - 1
+        return loops * period_s + bounds[i] + (rest - cum[i]) / bps[i]
+
+    rows, history = [], []
+    now, buffer, last, segment_s = 0.0, 0.0, None, manifest.segment_s
+    for k in range(n):
+        room = buffer_max_s - segment_s
+        if buffer > room:
+            now, buffer = now + (buffer - room), room
+        state = AbrState(now, manifest.ladder, segment_s, buffer, buffer_max_s, history, last)
+        decision = rule.choose(state)
+        index, rate = decision.representation, decision.rate_kbps
+        if rate is None:
+            rate = manifest.ladder[index].bitrate_kbps
+            size = int(manifest.segment_sizes_bits[k % manifest.n_segments, index])
+        else:
+            size = max(1, round(rate * 1000.0 * segment_s))
+        end = end_of(now, size)
+        stall = 0.0
+        if k > 0:  # startup_segments = 1: playing from the second segment's download on
+            buffer -= end - now
+            if buffer < 0.0:
+                stall, buffer = -buffer, 0.0
+        buffer += segment_s
+        history.append(Download(k, index, rate, (size + 4) // 8, now, end))
+        rows.append((k, index, rate, size, now, end, stall, buffer))
+        last, now = index, end
+    return rows
+
+
+REFERENCE_RULES = ["bba", "bola", "fixed:representation=2", "throughput",
+                   "conservative:mode=continuous", "bba:reservoir_s=4,cushion_s=6",
+                   "bola:gamma_p=1", "exoplayer"]  # fmt: skip
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(50, 3000), st.floats(0.0, 9000.0)), min_size=1, max_size=12),
+    st.sampled_from([0.0, 40.0, 100.0]),
+    st.sampled_from([1.0, 2.0, 4.0]),
+    st.integers(1, 60),
+    st.integers(2, 15),
+    st.sampled_from(REFERENCE_RULES),
+)
+def test_the_player_matches_the_straightforward_loop_bit_for_bit(
+    steps: list[tuple[int, float]],
+    latency_ms: float,
+    segment_s: float,
+    n_segments: int,
+    buffer_segments: int,
+    spec: str,
+) -> None:
+    from mqoe.policies.abr import make_rule
+
+    kbps = [rate for _, rate in steps]
+    kbps[0] = max(kbps[0], 100.0)  # the trace carries something
+    trace = _trace([float(d) for d, _ in steps], kbps, latency_ms)
+    manifest = synthetic_manifest([200, 450, 800, 1500, 2600], segment_s, n_segments)
+    buffer_max_s = segment_s * buffer_segments
+    table = simulate_session(trace, manifest, make_rule(spec), buffer_max_s=buffer_max_s)
+    expected = _reference_session(trace, manifest, make_rule(spec), buffer_max_s, n_segments)
+    got = list(table.itertuples(index=False, name=None))
+    assert [tuple(map(float, row)) for row in got] == [tuple(map(float, r)) for r in expected]
+    assert list(table.dtypes.astype(str)) == ["int64"] * 2 + ["float64", "int64"] + ["float64"] * 4

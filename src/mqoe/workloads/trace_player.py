@@ -16,13 +16,14 @@ competing flow) — cannot appear here; that study needs the packet-level TCP mo
 from __future__ import annotations
 
 import math
+import weakref
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
-import pandas as pd
 
 from mqoe.analysis.throughput_traces import (
     ThroughputTrace,
@@ -34,9 +35,19 @@ from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.errors import UserError
 from mqoe.generators.throughput_traces import synthetic_manifest
-from mqoe.metrics.video_qoe import qoe_summary
-from mqoe.policies.abr.base import AbrRule, AbrState, Decision, Download, as_rule
+from mqoe.policies.abr.base import (
+    AbrRule,
+    AbrState,
+    BufferChoice,
+    Decision,
+    Download,
+    as_rule,
+    buffer_choice,
+)
 from mqoe.workloads.base import ScenarioOutput, Session
+
+if TYPE_CHECKING:  # pandas is imported when a table is built, not with the module
+    import pandas as pd
 
 # The synthetic "3G-like" trace used when no trace file is given.
 SYNTHETIC_MEAN_KBPS = 1500.0  # per-log means of the hsdpa-3g logs span 0.3–1.6 Mbit/s
@@ -65,56 +76,88 @@ class _Link:
     ``bounds_s[i]`` is when segment ``i`` starts within a period and ``cum_bits[i]`` the
     bits carried before it; looping adds whole periods. Plain lists + ``bisect`` beat
     ``np.searchsorted`` on scalars by ~7× (0.12 vs 0.85 µs: no array boxing per call).
+    Built once per trace (:func:`_link_of`): the trace is frozen.
     """
 
-    __slots__ = ("bounds_s", "bps", "cum_bits", "latency_s", "period_bits", "period_s")
+    __slots__ = ("download_end",)
 
     def __init__(self, trace: ThroughputTrace) -> None:
         duration_s = trace.duration_ms / 1000.0
-        bps = trace.bandwidth_kbps * 1000.0
-        self.bounds_s: list[float] = np.concatenate(([0.0], np.cumsum(duration_s))).tolist()
-        self.cum_bits: list[float] = np.concatenate(([0.0], np.cumsum(duration_s * bps))).tolist()
-        self.bps: list[float] = bps.tolist()
-        self.latency_s: list[float] = (trace.latency_ms / 1000.0).tolist()
-        self.period_s: float = self.bounds_s[-1]
-        self.period_bits: float = self.cum_bits[-1]
-        if not self.period_bits > 0 or not math.isfinite(self.period_bits):
+        bps_array = trace.bandwidth_kbps * 1000.0
+        bounds_s: list[float] = np.concatenate(([0.0], np.cumsum(duration_s))).tolist()
+        cum_bits: list[float] = np.concatenate(([0.0], np.cumsum(duration_s * bps_array))).tolist()
+        period_bits = cum_bits[-1]
+        if not period_bits > 0 or not math.isfinite(period_bits):
             raise UserError(f"trace {trace.name!r} delivers no data (all bandwidths are 0)")
+        latency_s: list[float] = (trace.latency_ms / 1000.0).tolist()
+        self.download_end = _download_end(
+            bounds_s, cum_bits, bps_array.tolist(), latency_s, bounds_s[-1], period_bits
+        )
 
-    def _locate(self, t_s: float) -> tuple[float, float, int]:
-        """(whole periods before t, time into the period, segment index at t)."""
-        loops = math.floor(t_s / self.period_s)
-        into = t_s - loops * self.period_s
-        index = bisect_right(self.bounds_s, into) - 1
-        if index >= len(self.bps):  # rounding put ``into`` on the period's end
-            index = len(self.bps) - 1
-        return loops, into, index
 
-    def latency_at(self, t_s: float) -> float:
-        return self.latency_s[self._locate(t_s)[2]]
+def _download_end(
+    bounds_s: list[float],
+    cum_bits: list[float],
+    bps: list[float],
+    latency_s: list[float],
+    period_s: float,
+    period_bits: float,
+) -> Callable[[float, float], float]:
+    """``end(start_s, size_bits)``: a request at ``start_s`` gets the trace's latency, then
+    ``size_bits`` through it. One closure, its lookups inlined (they run once a segment)."""
+    floor, ceil = math.floor, math.ceil
+    last = len(bps) - 1
+    last_bound = len(cum_bits) - 1
+    same_latency = latency_s[0] if len(set(latency_s)) == 1 else None
 
-    def bits_by(self, t_s: float) -> float:
-        """Bits the trace has carried from time 0 to ``t_s``."""
-        loops, into, i = self._locate(t_s)
-        return loops * self.period_bits + self.cum_bits[i] + self.bps[i] * (into - self.bounds_s[i])
-
-    def time_of(self, bits: float) -> float:
-        """The earliest time by which the trace has carried ``bits`` (> 0)."""
-        loops = math.ceil(bits / self.period_bits) - 1  # so 0 < rest ≤ period_bits
-        rest = bits - loops * self.period_bits
+    def end(start_s: float, size_bits: float) -> float:
+        if same_latency is None:  # the latency of the trace segment at start_s
+            loops = floor(start_s / period_s)
+            i = bisect_right(bounds_s, start_s - loops * period_s) - 1
+            first_byte = start_s + latency_s[last if i >= last else i]
+        else:
+            first_byte = start_s + same_latency
+        # Bits carried by the first byte's time (i past the end: rounding put ``into``
+        # on the period's end).
+        loops = floor(first_byte / period_s)
+        into = first_byte - loops * period_s
+        i = bisect_right(bounds_s, into) - 1
+        if i >= last:
+            i = last
+        bits = loops * period_bits + cum_bits[i] + bps[i] * (into - bounds_s[i]) + size_bits
+        # The earliest time by which the trace has carried ``bits``.
+        loops = ceil(bits / period_bits) - 1  # so 0 < rest ≤ period_bits
+        rest = bits - loops * period_bits
         if rest <= 0.0:  # bits / period_bits rounded up past a whole number
             loops -= 1
-            rest += self.period_bits
-        j = bisect_left(self.cum_bits, rest)  # first boundary with cum ≥ rest; j ≥ 1
-        if j >= len(self.cum_bits):  # rounding pushed ``rest`` past the period
-            j = len(self.cum_bits) - 1
+            rest += period_bits
+        j = bisect_left(cum_bits, rest)  # first boundary with cum ≥ rest; j ≥ 1
+        if j >= last_bound:  # rounding pushed ``rest`` past the period
+            j = last_bound
         i = j - 1  # cum_bits[i] < rest ≤ cum_bits[j], so bps[i] > 0
-        return loops * self.period_s + self.bounds_s[i] + (rest - self.cum_bits[i]) / self.bps[i]
+        return loops * period_s + bounds_s[i] + (rest - cum_bits[i]) / bps[i]
 
-    def download_end(self, start_s: float, size_bits: float) -> float:
-        """Request at ``start_s``: the trace's latency, then ``size_bits`` through it."""
-        first_byte = start_s + self.latency_at(start_s)
-        return self.time_of(self.bits_by(first_byte) + size_bits)
+    return end
+
+
+_LINKS: dict[int, tuple[weakref.ref[ThroughputTrace], _Link]] = {}
+
+
+def _link_of(trace: ThroughputTrace) -> _Link:
+    """The trace's :class:`_Link`, built once while the trace lives (studies replay one
+    trace under many rules); keyed by identity, as the trace's arrays are unhashable."""
+    key = id(trace)
+    hit = _LINKS.get(key)
+    if hit is not None and hit[0]() is trace:
+        return hit[1]
+    link = _Link(trace)
+
+    def forget(ref: weakref.ref[ThroughputTrace]) -> None:
+        if _LINKS.get(key, (None,))[0] is ref:
+            del _LINKS[key]
+
+    _LINKS[key] = (weakref.ref(trace, forget), link)
+    return link
 
 
 def simulate_session(
@@ -134,20 +177,54 @@ def simulate_session(
     :data:`SEGMENT_TABLE_COLUMNS` (times in seconds from the first request, sizes in
     bits, ``buffer_after_s`` just after the segment arrived).
     """
+    columns = session_columns(
+        trace,
+        manifest,
+        rule,
+        buffer_max_s=buffer_max_s,
+        session_s=session_s,
+        startup_segments=startup_segments,
+    )
+    return _table(columns)
+
+
+# The per-segment columns, in SEGMENT_TABLE_COLUMNS order (the first is range(n)).
+SessionColumns = tuple[
+    range, list[int], list[float], list[int], list[float], list[float], list[float], list[float]
+]
+
+
+def session_columns(
+    trace: ThroughputTrace,
+    manifest: VideoManifest,
+    rule: AbrRule | Callable[[AbrState], Decision | int],
+    *,
+    buffer_max_s: float = 60.0,
+    session_s: float | None = None,
+    startup_segments: int = 1,
+) -> SessionColumns:
+    """:func:`simulate_session`'s columns as plain lists, without building the table.
+
+    A rule with a fast path (:func:`~mqoe.policies.abr.base.buffer_choice`: BBA, BOLA,
+    fixed) is asked for its rung from the buffer alone; any other rule sees an
+    :class:`AbrState` with the growing download history.
+    """
     segment_s = manifest.segment_s
     n = _segment_count(manifest, session_s)
     check_buffer(segment_s, buffer_max_s, startup_segments)
-    choose = as_rule(rule).choose
-    link = _Link(trace)
-    download_end = link.download_end
-    ladder = manifest.ladder
-    rates = manifest.bitrates_kbps
-    sizes: list[list[int]] = manifest.segment_sizes_bits.tolist()
+    checked_rule = as_rule(rule)
+    download_end = _link_of(trace).download_end
+    choice = buffer_choice(checked_rule, manifest.ladder, segment_s, buffer_max_s)
+    fast = cast(BufferChoice, choice)  # called only when there is one (by_state is None)
+    history: list[Download] | None = None
+    by_state = None
+    if choice is None:
+        history = []
+        by_state = _by_state(checked_rule, manifest, buffer_max_s, history)
+    sizes, rates = _sizes_of(manifest)
     n_rows = len(sizes)
     room = buffer_max_s - segment_s  # request only when the next segment fits
-    no_frames: Mapping[int, tuple[int, int]] = MappingProxyType({})
 
-    history: list[Download] = []
     reps: list[int] = []
     kbps: list[float] = []
     bits: list[int] = []
@@ -155,6 +232,10 @@ def simulate_session(
     ends: list[float] = []
     stalls: list[float] = []
     buffers: list[float] = []
+    # Bound appends: the loop body is a few dozen bytecodes, so lookups show.
+    add_rep, add_kbps, add_bits = reps.append, kbps.append, bits.append
+    add_start, add_end, add_stall, add_buffer = (
+        starts.append, ends.append, stalls.append, buffers.append)  # fmt: skip
     now = 0.0
     buffer = 0.0
     playing = False
@@ -163,18 +244,12 @@ def simulate_session(
         if buffer > room:
             now += buffer - room
             buffer = room
-        state = AbrState(now, ladder, segment_s, buffer, buffer_max_s, history, last,
-                         trim_level=0, frame_stats=no_frames)  # fmt: skip
-        decision = choose(state)
-        index = decision.representation
-        if not 0 <= index < len(ladder):
-            raise UserError(f"ABR rule chose representation {index}; the ladder has {len(ladder)}")
-        rate = decision.rate_kbps
-        if rate is None:
+        if by_state is None:
+            index = fast(buffer, last)
             rate = rates[index]
             size = sizes[k % n_rows][index]
         else:
-            size = _continuous_size(rate, segment_s)
+            index, rate, size = by_state(k, now, buffer, last)
         end = download_end(now, size)
         stall = 0.0
         if playing:
@@ -185,23 +260,81 @@ def simulate_session(
         buffer += segment_s
         if not playing and k + 1 >= startup_segments:
             playing = True
-        history.append(Download(k, index, rate, (size + 4) // 8, now, end))
-        reps.append(index)
-        kbps.append(rate)
-        bits.append(size)
-        starts.append(now)
-        ends.append(end)
-        stalls.append(stall)
-        buffers.append(buffer)
+        if history is not None:
+            history.append(Download(k, index, rate, (size + 4) // 8, now, end))
+        add_rep(index)
+        add_kbps(rate)
+        add_bits(size)
+        add_start(now)
+        add_end(end)
+        add_stall(stall)
+        add_buffer(buffer)
         last = index
         now = end
-    return _table((range(n), reps, kbps, bits, starts, ends, stalls, buffers))
+    return range(n), reps, kbps, bits, starts, ends, stalls, buffers
 
 
-def _table(columns: tuple[Sequence[float] | range, ...]) -> pd.DataFrame:
-    """The per-segment table from its columns (numpy arrays: cheaper than lists to pandas)."""
-    pairs = zip(SEGMENT_TABLE_COLUMNS, columns, strict=True)
-    return pd.DataFrame({name: np.array(values) for name, values in pairs})
+def _by_state(
+    rule: AbrRule, manifest: VideoManifest, buffer_max_s: float, history: list[Download]
+) -> Callable[[int, float, float, int | None], tuple[int, float, int]]:
+    """``decide(k, now, buffer, last) -> (index, kbps, bits)``: the rule asked with a full
+    :class:`AbrState` (``history`` grows as the player appends to it), its answer checked."""
+    choose = rule.choose
+    ladder = manifest.ladder
+    segment_s = manifest.segment_s
+    sizes, rates = _sizes_of(manifest)
+    no_frames: Mapping[int, tuple[int, int]] = MappingProxyType({})
+
+    def decide(k: int, now: float, buffer: float, last: int | None) -> tuple[int, float, int]:
+        state = AbrState(now, ladder, segment_s, buffer, buffer_max_s, history, last,
+                         trim_level=0, frame_stats=no_frames)  # fmt: skip
+        decision = choose(state)
+        index = decision.representation
+        if not 0 <= index < len(ladder):
+            raise UserError(f"ABR rule chose representation {index}; the ladder has {len(ladder)}")
+        rate = decision.rate_kbps
+        if rate is None:
+            return index, rates[index], sizes[k % len(sizes)][index]
+        return index, rate, _continuous_size(rate, segment_s)
+
+    return decide
+
+
+_SIZES: dict[int, tuple[weakref.ref[VideoManifest], list[list[int]], tuple[float, ...]]] = {}
+
+
+def _sizes_of(manifest: VideoManifest) -> tuple[list[list[int]], tuple[float, ...]]:
+    """The manifest's segment sizes as lists (rows per segment) and its ladder rates,
+    converted once while the manifest lives (it is frozen)."""
+    key = id(manifest)
+    hit = _SIZES.get(key)
+    if hit is not None and hit[0]() is manifest:
+        return hit[1], hit[2]
+    sizes: list[list[int]] = manifest.segment_sizes_bits.tolist()
+    rates = manifest.bitrates_kbps
+
+    def forget(ref: weakref.ref[VideoManifest]) -> None:
+        if _SIZES.get(key, (None,))[0] is ref:
+            del _SIZES[key]
+
+    _SIZES[key] = (weakref.ref(manifest, forget), sizes, rates)
+    return sizes, rates
+
+
+def _table(columns: SessionColumns) -> pd.DataFrame:
+    """The per-segment table from its columns (numpy arrays: cheaper than lists to pandas).
+
+    The segment numbers are ``arange`` and the four time columns, always Python floats,
+    go through ``fromiter`` (each ~2-5× cheaper than ``np.array`` of a list, which
+    first infers the dtype); the rule-given columns keep ``np.array``'s inference.
+    """
+    import pandas as pd
+
+    segment, reps, kbps, bits, *times = columns
+    n = len(segment)
+    arrays = [np.arange(n), np.array(reps), np.array(kbps), np.array(bits)]
+    arrays += [np.fromiter(values, np.float64, n) for values in times]
+    return pd.DataFrame(dict(zip(SEGMENT_TABLE_COLUMNS, arrays, strict=True)))
 
 
 def check_buffer(segment_s: float, buffer_max_s: float, startup_segments: int) -> None:
@@ -309,6 +442,8 @@ class TraceAbr:
             raise UserError(f"scenario {self.name!r}: {exc}") from None
 
         def collect() -> ScenarioOutput:
+            from mqoe.metrics.video_qoe import qoe_summary  # lazily: it needs pandas
+
             table = simulate_session(
                 trace,
                 manifest,

@@ -12,11 +12,13 @@ from __future__ import annotations
 from mqoe.policies.abr.base import (
     AbrRule,
     AbrState,
+    BufferChoice,
     Decision,
     Download,
     FunctionRule,
     Representation,
     as_rule,
+    buffer_choice,
     highest_at_most,
 )
 from mqoe.policies.abr.rules import (
@@ -38,6 +40,7 @@ __all__ = [
     "AbrRule",
     "AbrState",
     "Bola",
+    "BufferChoice",
     "ConservativeThroughput",
     "Decision",
     "Download",
@@ -49,6 +52,7 @@ __all__ = [
     "Representation",
     "Throughput",
     "as_rule",
+    "buffer_choice",
     "highest_at_most",
     "make_rule",
 ]

@@ -85,6 +85,39 @@ class AbrRule(Protocol):
     def choose(self, state: AbrState) -> Decision: ...
 
 
+# A rung as a function of (buffer_s, last): see :func:`buffer_choice`.
+BufferChoice = Callable[[float, int | None], int]
+
+
+def buffer_choice(
+    rule: AbrRule, ladder: Sequence[Representation], segment_s: float, buffer_max_s: float
+) -> BufferChoice | None:
+    """A rule's fast path for one session, or None: its rung from (buffer_s, last) alone.
+
+    A rule may define ``buffer_choice(ladder, segment_s, buffer_max_s)`` returning a
+    function ``f(buffer_s, last) -> index`` (or None) such that ``choose(state)`` equals
+    ``Decision(f(state.buffer_s, state.last))`` for every state with that ladder, segment
+    and buffer cap and no device signals (trim, frame stats, memory stall) — whatever
+    the clock or the history. Players without device signals (the trace mode) then skip
+    building an :class:`AbrState` and a :class:`Download` per segment. The fast path is
+    ignored when a subclass overrides ``choose`` below the class that defined it.
+    """
+    kind = type(rule)
+    method = getattr(rule, "buffer_choice", None)
+    if method is None or _owner(kind, "choose") is not _owner(kind, "buffer_choice"):
+        return None
+    plan: BufferChoice | None = method(ladder, segment_s, buffer_max_s)
+    return plan
+
+
+def _owner(kind: type, name: str) -> type | None:
+    """The class in ``kind``'s MRO whose body defines ``name``."""
+    for klass in kind.__mro__:
+        if name in klass.__dict__:
+            return klass
+    return None
+
+
 class FunctionRule:
     """A plain function ``state -> Decision | int`` used as a rule (see :func:`as_rule`)."""
 
@@ -102,8 +135,8 @@ def as_rule(rule: object) -> AbrRule:
     (TypeError for anything else)."""
     if isinstance(rule, type):
         raise TypeError(f"pass a rule instance, e.g. {rule.__name__}(), not the class")
-    if isinstance(rule, AbrRule):
-        return rule
+    if getattr(rule, "choose", None) is not None:  # isinstance(rule, AbrRule), ~20× cheaper
+        return cast(AbrRule, rule)
     if callable(rule):
         return FunctionRule(cast(Callable[[AbrState], Decision | int], rule))
     raise TypeError(f"an ABR rule needs choose(state) or must be callable, got {rule!r}")

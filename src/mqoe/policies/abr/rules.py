@@ -15,7 +15,9 @@ throughput rule with caps.
 
 from __future__ import annotations
 
+import itertools
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -25,6 +27,7 @@ from mqoe.params import make_component
 from mqoe.policies.abr.base import (
     AbrRule,
     AbrState,
+    BufferChoice,
     Decision,
     Download,
     Representation,
@@ -285,9 +288,44 @@ class BBA:
         previous = _previous_index(state.last, top)
         return Decision(_bba_step(ladder, previous, f_kbps))
 
+    def buffer_choice(
+        self, ladder: Sequence[Representation], segment_s: float, buffer_max_s: float
+    ) -> BufferChoice | None:
+        """:meth:`choose` as a function of (buffer, last) for one session (see
+        :func:`~mqoe.policies.abr.base.buffer_choice`): the bounds and each rung's
+        neighbours computed once, the rate map's scans as bisections (ladders whose rates
+        strictly ascend; None otherwise). Same arithmetic, so the same choices."""
+        rates = [rep.bitrate_kbps for rep in ladder]
+        if any(b <= a for a, b in itertools.pairwise(rates)):
+            return None
+        top = len(rates) - 1
+        reservoir_end_s, cushion_end_s = self.bounds_s(buffer_max_s, segment_s)
+        r_min = rates[0]
+        span_kbps = rates[top] - r_min
+        width_s = cushion_end_s - reservoir_end_s
+        bands = [_bba_band(ladder, previous) for previous in range(top + 1)]
 
-def _bba_step(ladder: Sequence[Representation], previous: int, f_kbps: float) -> int:
-    """BBA-0's rate map with hysteresis, on ladder indices (Huang et al. 2014, Algorithm 1)."""
+        def choice(buffer_s: float, last: int | None) -> int:
+            if buffer_s <= reservoir_end_s:
+                return 0
+            if buffer_s >= cushion_end_s:
+                return top
+            f_kbps = r_min + span_kbps * (buffer_s - reservoir_end_s) / width_s
+            previous = 0 if last is None or last < 0 else min(last, top)
+            rate_plus, rate_minus = bands[previous]
+            if f_kbps >= rate_plus:  # the highest rung below f, if above the previous one
+                return max(previous, bisect_left(rates, f_kbps) - 1)
+            if f_kbps <= rate_minus:  # the lowest rung above f, if below the previous one
+                above = bisect_right(rates, f_kbps)
+                return previous if above > top else min(above, previous)
+            return previous
+
+        return choice
+
+
+def _bba_band(ladder: Sequence[Representation], previous: int) -> tuple[float, float]:
+    """(R+, R−): the next higher and next lower rate than the previous rung's (or the
+    top / bottom rate at the ends), as BBA-0's Algorithm 1 defines them."""
     previous_kbps = ladder[previous].bitrate_kbps
     rate_plus = ladder[-1].bitrate_kbps  # next higher rate, or R_max at the top
     rate_minus = ladder[0].bitrate_kbps  # next lower rate, or R_min at the bottom
@@ -297,6 +335,12 @@ def _bba_step(ladder: Sequence[Representation], previous: int, f_kbps: float) ->
             rate_plus = rate
         if rate_minus < rate < previous_kbps:
             rate_minus = rate
+    return rate_plus, rate_minus
+
+
+def _bba_step(ladder: Sequence[Representation], previous: int, f_kbps: float) -> int:
+    """BBA-0's rate map with hysteresis, on ladder indices (Huang et al. 2014, Algorithm 1)."""
+    rate_plus, rate_minus = _bba_band(ladder, previous)
     if f_kbps >= rate_plus:  # max{R_i : R_i < f(B)}
         up = previous
         for index, rep in enumerate(ladder):
@@ -345,6 +389,38 @@ class Bola:
             if score > best_score:
                 best, best_score = index, score
         return Decision(best)
+
+    def buffer_choice(
+        self, ladder: Sequence[Representation], segment_s: float, buffer_max_s: float
+    ) -> BufferChoice:
+        """:meth:`choose` as a function of the buffer for one session (see
+        :func:`~mqoe.policies.abr.base.buffer_choice`): each rung's ``V·(v_m + γp)``
+        computed once by the same expression, so every score has the same bits."""
+        gamma_p = self.gamma_p
+        size_1 = ladder[0].bitrate_kbps
+        q_max = buffer_max_s / segment_s
+        v_scale = (q_max - 1.0) / (math.log(ladder[-1].bitrate_kbps / size_1) + gamma_p)
+        rungs = [
+            (v_scale * (math.log(rep.bitrate_kbps / size_1) + gamma_p), rep.bitrate_kbps)
+            for rep in ladder
+        ]
+        memo: dict[float, int] = {}  # a capped buffer recurs: the same q, the same rung
+
+        def choice(buffer_s: float, last: int | None) -> int:
+            best = memo.get(buffer_s)
+            if best is not None:
+                return best
+            q = buffer_s / segment_s
+            best = 0
+            best_score = -math.inf
+            for index, (utility, size) in enumerate(rungs):
+                score = (utility - q) / size
+                if score > best_score:
+                    best, best_score = index, score
+            memo[buffer_s] = best
+            return best
+
+        return choice
 
 
 # --- caps and fixed choices ---------------------------------------------------------------
@@ -409,6 +485,19 @@ class Fixed:
                 f"ladder (indices 0..{len(state.ladder) - 1})"
             )
         return Decision(self.representation)
+
+    def buffer_choice(
+        self, ladder: Sequence[Representation], segment_s: float, buffer_max_s: float
+    ) -> BufferChoice:
+        """The one rung, checked against the ladder once (see
+        :func:`~mqoe.policies.abr.base.buffer_choice`)."""
+        state = AbrState(0.0, ladder, segment_s, 0.0, buffer_max_s, ())
+        index = self.choose(state).representation  # the same error for a rung off the ladder
+
+        def choice(buffer_s: float, last: int | None) -> int:
+            return index
+
+        return choice
 
 
 # --- combination --------------------------------------------------------------------------
