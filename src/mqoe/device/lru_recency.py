@@ -177,7 +177,7 @@ class RecencyLru:
         ``refaulted``: they were faulted back in (refaults or swap-ins)."""
         now = self.m.env.now
         elapsed = now - process.recent_at_ns
-        if elapsed:
+        if elapsed:  # _decay, inlined: every page use passes here
             decay = math.exp(-elapsed / self.m._ref_window_ns)
             process.recent_file *= decay
             process.recent_anon *= decay
