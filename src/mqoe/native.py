@@ -34,17 +34,25 @@ def _origin(module: str) -> Path | None:
     return Path(spec.origin) if spec is not None and spec.origin else None
 
 
+def _extensions() -> dict[str, Path]:
+    """Each module of :data:`COMPILED` that imports as a compiled extension here → its file."""
+    found = {}
+    for module in COMPILED:
+        path = _origin(module)
+        if path is not None and path.suffix == ".so":
+            found[module] = path
+    return found
+
+
 def compiled() -> list[str]:
     """The modules of :data:`COMPILED` that import as compiled extensions here."""
-    return [m for m in COMPILED if (path := _origin(m)) is not None and path.suffix == ".so"]
+    return list(_extensions())
 
 
 def stale() -> list[str]:
     """Compiled modules whose Python source changed after they were built."""
     found = []
-    for module in compiled():
-        extension = _origin(module)
-        assert extension is not None
+    for module, extension in _extensions().items():
         source = extension.with_name(module.rsplit(".", 1)[1] + ".py")
         if source.exists() and source.stat().st_mtime > extension.stat().st_mtime:
             found.append(module)
