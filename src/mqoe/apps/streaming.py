@@ -93,6 +93,15 @@ class SegmentFetcher:
         self.last: int | None = None  # the previous decision's ladder index
         self.fetched_s = 0.0  # media fetched so far
 
+    def retarget(self, rule: AbrRule, media_s: float) -> None:
+        """Another rule and length before the first decision (warm starts)."""
+        if self.downloads or self.fetched_s:
+            raise RuntimeError("retarget() after the first segment: the rule is in use")
+        if not media_s > 0:
+            raise ValueError("media_s must be positive")
+        self.rule = rule
+        self.media_s = media_s
+
     def run(self) -> Generator[Event, object, None]:
         """The loop, as a process step (``env.process(fetcher.run())`` or ``yield from``)."""
         env, ladder = self.env, self.ladder

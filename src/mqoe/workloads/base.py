@@ -32,12 +32,33 @@ class ScenarioOutput:
     tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
 
+@dataclass
+class WarmStart:
+    """Where a scenario's set-up phase ends, for warm starts (:mod:`mqoe.workloads.warm`).
+
+    Runs that differ only in ``late_params`` (parameters the set-up never reads) share
+    every event up to this point: the scenario calls :meth:`reached` there, just before
+    the first event that reads them. A warm-start runner simulates the set-up once and
+    continues one copy of the phone per run from here, after ``rebind(params)`` has
+    applied that run's late parameters (it returns the run's duration in ns)."""
+
+    late_params: frozenset[str]
+    rebind: Callable[[Any], int]
+    handler: Callable[[], None] | None = None  # set by a warm-start runner
+
+    def reached(self) -> None:
+        if self.handler is not None:
+            self.handler()
+
+
 @dataclass(frozen=True)
 class Session:
-    """A built scenario: how long to simulate, and how to collect results afterwards."""
+    """A built scenario: how long to simulate, and how to collect results afterwards
+    (and, optionally, where its set-up ends, for warm starts)."""
 
     duration_ns: int
     collect: Callable[[], ScenarioOutput]
+    warm: WarmStart | None = None
 
 
 class Scenario(Protocol):

@@ -11,7 +11,9 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 
@@ -23,7 +25,7 @@ from mqoe.engine import validate_seed
 from mqoe.errors import UserError
 from mqoe.results import RunRecord
 from mqoe.workloads import get_scenario
-from mqoe.workloads.base import params_dict, parse_params
+from mqoe.workloads.base import Scenario, Session, params_dict, parse_params
 from mqoe.workloads.components import SLOTS as COMPONENT_SLOTS
 from mqoe.workloads.components import describe
 from mqoe.workloads.components import validate as validate_components
@@ -69,6 +71,93 @@ def run_scenario(
     ``components`` gives policy objects for the scenario's slots (``{"abr": MyRule()}``,
     :mod:`mqoe.workloads.components`) instead of their parameter strings; the run id
     hashes each one's class and parameters."""
+    run = prepare_run(name, profile, seed, overrides, components)
+    started = Started.now()
+    phone, session = run.build(trace=trace)
+    end_ns = session.duration_ns
+    for k in range(1, _SLICES + 1):
+        phone.env.run(end_ns * k // _SLICES)
+        if on_progress is not None:
+            on_progress(k / _SLICES)
+    return run.package(phone, session, started)
+
+
+@dataclass(frozen=True)
+class Started:
+    """When a run started: the record's UTC stamp, and the wall clock for its time."""
+
+    utc: str
+    wall_s: float
+
+    @classmethod
+    def now(cls) -> Started:
+        return cls(datetime.now(UTC).isoformat(timespec="seconds"), time.perf_counter())
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """One run's inputs, checked: what :func:`run_scenario` builds, simulates and packages
+    (warm starts, :mod:`mqoe.workloads.warm`, share the simulation of several)."""
+
+    name: str
+    scenario: Scenario
+    profile: DeviceProfile  # with the run's CPU knobs applied
+    seed: int
+    params: Any
+    knobs: Mapping[str, object]
+    components: Mapping[str, object]
+    described: Mapping[str, str]
+
+    def build(self, *, trace: bool = False) -> tuple[Phone, Session]:
+        phone = Phone(self.profile, self.seed, trace=trace, components=self.components)
+        session = self.scenario.build(phone, self.params)
+        if phone.untaken_components:
+            slot = phone.untaken_components[0]
+            raise UserError(f"scenario {self.name!r} has no {slot!r} component slot")
+        return phone, session
+
+    def package(
+        self, phone: Phone, session: Session, started: Started, shared_wall_s: float = 0.0
+    ) -> RunRecord:
+        """The record of the run simulated on ``phone`` (until ``session``'s end).
+        ``shared_wall_s``: wall time spent before ``started`` on set-up shared with
+        other runs (its share, counted in this run's wall time)."""
+        end_ns = phone.env.now
+        phone.finish()
+        output = session.collect()
+        energy = phone.cpu.energy_table()
+        tables = {**output.tables, "energy": pd.DataFrame(energy)}
+        energy_j = sum(row["energy_j"] for row in energy)
+        power_mw = energy_j / (end_ns / 1e9) * 1e3 if end_ns else math.nan
+        metrics = {**output.metrics, "energy_j": energy_j, "cpu_power_mw": power_mw}
+        wall_time_s = time.perf_counter() - started.wall_s + shared_wall_s
+        stored_params = params_dict(self.params) | dict(self.knobs)
+        for slot in self.components:  # it replaced the parameter: its default did not run
+            stored_params.pop(COMPONENT_SLOTS[slot].param, None)
+        stored_params |= self.described
+        return RunRecord(
+            run_id=run_id_for(self.name, self.profile, self.seed, stored_params),
+            scenario=self.name,
+            profile=self.profile.name,
+            seed=self.seed,
+            params=stored_params,
+            mqoe_version=__version__,
+            started_utc=started.utc,
+            wall_time_s=wall_time_s,
+            sim_duration_s=end_ns / 1e9,
+            metrics=metrics,
+            tables=tables,
+        )
+
+
+def prepare_run(
+    name: str,
+    profile: DeviceProfile,
+    seed: int = 0,
+    overrides: Mapping[str, str] | None = None,
+    components: Mapping[str, object] | None = None,
+) -> PreparedRun:
+    """Check a run's inputs (``UserError`` for bad names or parameters)."""
     scenario = get_scenario(name)
     seed = validate_seed(seed)
     given = validate_components(components or {}, overrides or {})
@@ -76,43 +165,7 @@ def run_scenario(
     described = {f"component.{slot}": describe(c) for slot, c in sorted(given.items())}
     profile, knobs, overrides = apply_cpu_knobs(profile, overrides or {})
     params = parse_params(scenario.params_type, overrides, name)
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    wall_start = time.perf_counter()
-    phone = Phone(profile, seed, trace=trace, components=given)
-    session = scenario.build(phone, params)
-    if phone.untaken_components:
-        slot = phone.untaken_components[0]
-        raise UserError(f"scenario {name!r} has no {slot!r} component slot")
-    end_ns = session.duration_ns
-    for k in range(1, _SLICES + 1):
-        phone.env.run(end_ns * k // _SLICES)
-        if on_progress is not None:
-            on_progress(k / _SLICES)
-    phone.finish()
-    output = session.collect()
-    energy = phone.cpu.energy_table()
-    tables = {**output.tables, "energy": pd.DataFrame(energy)}
-    energy_j = sum(row["energy_j"] for row in energy)
-    metrics = {**output.metrics, "energy_j": energy_j,
-               "cpu_power_mw": energy_j / (end_ns / 1e9) * 1e3 if end_ns else math.nan}  # fmt: skip
-    wall_time_s = time.perf_counter() - wall_start
-    stored_params = params_dict(params) | knobs
-    for slot in given:  # the component replaced the parameter: its default did not run
-        stored_params.pop(COMPONENT_SLOTS[slot].param, None)
-    stored_params |= described
-    return RunRecord(
-        run_id=run_id_for(name, profile, seed, stored_params),
-        scenario=name,
-        profile=profile.name,
-        seed=seed,
-        params=stored_params,
-        mqoe_version=__version__,
-        started_utc=started,
-        wall_time_s=wall_time_s,
-        sim_duration_s=end_ns / 1e9,
-        metrics=metrics,
-        tables=tables,
-    )
+    return PreparedRun(name, scenario, profile, seed, params, knobs, given, described)
 
 
 def run_population(

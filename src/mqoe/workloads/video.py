@@ -39,7 +39,7 @@ from mqoe.policies.abr import (
     make_rule,
 )
 from mqoe.policies.memory_adapt import MemoryAware
-from mqoe.workloads.base import ScenarioOutput, Session
+from mqoe.workloads.base import ScenarioOutput, Session, WarmStart
 
 # The memory-pressure study's set-up: kbit/s at 30 fps and at 60 fps (24 and 48 fps use the
 # 30/60 rates, as the study's 480p frame-rate ladder 2.5/2.5/4/4 Mbit/s does).
@@ -47,6 +47,9 @@ BITRATES_30 = {240: 500, 360: 1000, 480: 2500, 720: 5000, 1080: 8000, 1440: 1600
 BITRATES_60 = {240: 1000, 360: 1500, 480: 4000, 720: 7500, 1080: 12000, 1440: 24000}
 FPS_CHOICES = (24, 30, 48, 60)
 PRESSURES = ("normal", "moderate", "low", "critical")
+# Read only from playback on (the player picks its representation and fetches when it
+# plays): runs that differ only in these share the whole set-up (warm starts).
+LATE_PARAMS = frozenset({"resolution", "fps", "duration_s"})
 
 
 def ladder() -> tuple[Representation, ...]:
@@ -144,17 +147,34 @@ class Video:
     quick: Mapping[str, str] = MappingProxyType(
         {"duration_s": "10", "resolution": "480p", "pressure": "moderate", "setup_s": "20"}
     )
+    late_params = LATE_PARAMS  # warm starts share the set-up across these
 
     def build(self, phone: Phone, params: VideoParams) -> Session:
         reps = ladder()
-        rule = build_rule(params, reps, phone.take_component("abr"))
-        state = start_session(phone, params, reps, rule)
-        duration_ns = seconds(params.setup_s + params.duration_s + 2)
+        component = phone.take_component("abr")
+        rule = build_rule(params, reps, component)
+        state = start_session(phone, params, reps, rule, before_play=lambda: warm.reached())
+
+        def rebind(late: VideoParams) -> int:
+            """Another run's resolution, frame rate and length, before playback starts."""
+            player = state["player"]
+            assert isinstance(player, VideoPlayer)
+            player.retarget(build_rule(late, reps, component), late.duration_s)
+            state["params"] = late
+            return session_ns(late)
 
         def collect() -> ScenarioOutput:
-            return collect_session(phone, params, state)
+            late = state["params"]
+            assert isinstance(late, VideoParams)
+            return collect_session(phone, late, state)
 
-        return Session(duration_ns, collect)
+        warm = WarmStart(LATE_PARAMS, rebind)
+        return Session(session_ns(params), collect, warm)
+
+
+def session_ns(params: VideoParams) -> int:
+    """How long a run lasts: the set-up budget, the playback and 2 s to spare."""
+    return seconds(params.setup_s + params.duration_s + 2)
 
 
 def start_session(
@@ -164,10 +184,13 @@ def start_session(
     rule: AbrRule,
     source: SegmentSource | None = None,
     on_play: Callable[[], None] | None = None,
+    before_play: Callable[[], None] | None = None,
 ) -> dict[str, object]:
     """Boot the phone, open the player (``source``: where its segments come from, by
     default the study's LAN), build the pressure state and start playback, as the
-    study's runs do (module docstring); ``on_play`` is called as playback starts.
+    study's runs do (module docstring); ``before_play`` is called just before playback
+    starts (a warm start's fork point: it may replace ``state["params"]``, whose
+    ``duration_s`` playback then reads), ``on_play`` as it starts.
     Returns the state :func:`collect_session` reads."""
     env = phone.env
     rng = env.rng("background")
@@ -176,17 +199,21 @@ def start_session(
     boot_background(phone, params.boot_cached, rng)
     if params.apps:
         open_apps(phone, params.apps, rng)
-    state: dict[str, object] = {}
+    state: dict[str, object] = {"params": params}
 
     def start_video(_: object = None) -> None:
         player = state.get("player")
         if isinstance(player, VideoPlayer) and "start_ns" not in state:
+            if before_play is not None:
+                before_play()
+            playing = state["params"]
+            assert isinstance(playing, VideoParams)
             player.play()
             state["start_ns"] = env.now
             # The study traced the playback: thread states are measured over it.
             state["threads_at_start"] = phone.cpu.snapshot()
             state["iowait_at_start"] = phone.cpu.iowait_ns()
-            env.schedule(seconds(params.duration_s), end_window)
+            env.schedule(seconds(playing.duration_s), end_window)
             if on_play is not None:
                 on_play()
 
