@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +75,17 @@ class SweepSummary:
 class Backend:
     """Where jobs run: ``workers`` local processes (1: in this process), a Dask scheduler
     at ``scheduler`` (``tcp://host:port``), or a Dask ``LocalCluster`` of
-    ``local_cluster`` worker processes."""
+    ``local_cluster`` worker processes.
+
+    With ``warm`` (local processes only), runs that differ only in their scenario's late
+    parameters share one simulation of their set-up (:mod:`mqoe.workloads.warm`): same
+    records, less work."""
 
     workers: int | None = None  # default: every core
     scheduler: str | None = None
     local_cluster: int | None = None
     connect_timeout_s: float = 20.0  # how long to wait for a Dask scheduler
+    warm: bool = True
 
     def __post_init__(self) -> None:
         if self.scheduler is not None and self.local_cluster is not None:
@@ -95,10 +101,13 @@ class Backend:
             return iter(())
         if self.scheduler is not None or self.local_cluster is not None:
             return _dask_outcomes(jobs, self.scheduler, self.local_cluster, self.connect_timeout_s)
-        workers = min(self.workers or _cores(), len(jobs))
+        workers = self.workers or _cores()
+        units = warm_units(jobs, workers) if self.warm else [(job,) for job in jobs]
+        workers = min(workers, len(units))
         if workers == 1:
-            return (run_job(job) for job in jobs)
-        return ProcessPool(workers, run_job).outcomes(jobs)
+            return _in_process(units)
+        # The current run_job goes with the units (tests swap it for stand-ins).
+        return ProcessPool(workers, partial(run_unit, run=run_job)).outcomes(units)
 
     def describe(self) -> str:
         if self.scheduler is not None:
@@ -121,6 +130,70 @@ def run_job(job: Job) -> Outcome:
     except Exception as exc:
         return Outcome(job, None, type(exc).__name__, first_line(exc), traceback.format_exc())
     return Outcome(job, dataclasses.replace(record, run_id=job.run_id, tags=job.tags))
+
+
+def run_unit(
+    unit: tuple[Job, ...],
+    emit: Callable[[Outcome], None],
+    run: Callable[[Job], Outcome] | None = None,
+) -> None:
+    """Simulate a unit of jobs (in a worker): one job (with ``run``, by default
+    :func:`run_job`), or a warm-start group (:func:`warm_units`), handing each outcome
+    to ``emit`` as it ends."""
+    if len(unit) == 1:
+        emit((run or run_job)(unit[0]))
+        return
+    from mqoe.workloads.warm import RunFailure, run_group
+
+    first = unit[0]
+    assert first.profile is not None  # population runs are never grouped
+
+    def emit_result(index: int, result: RunRecord | RunFailure) -> None:
+        job = unit[index]
+        if isinstance(result, RunFailure):
+            emit(Outcome(job, None, result.error_type, result.error, result.traceback))
+        else:
+            emit(Outcome(job, dataclasses.replace(result, run_id=job.run_id, tags=job.tags)))
+
+    cells = [job.overrides for job in unit]
+    run_group(first.scenario, first.profile, first.seed, cells, on_result=emit_result)
+
+
+def warm_units(jobs: Sequence[Job], workers: int) -> list[tuple[Job, ...]]:
+    """``jobs`` in units: each warm-start group (same scenario, phone, seed and
+    parameters but the scenario's late ones) is one unit, and the largest units are
+    halved until every worker has one (a unit runs on one core). Jobs of a scenario
+    without late parameters, or of a population, stay alone."""
+    from mqoe.workloads.warm import can_fork, late_params_of, warm_key
+
+    if not can_fork():
+        return [(job,) for job in jobs]
+    groups: dict[object, list[Job]] = {}
+    late: dict[str, frozenset[str]] = {}
+    for job in jobs:
+        if job.scenario not in late:
+            late[job.scenario] = late_params_of(job.scenario) if job.profile else frozenset()
+        if job.profile is None or not late[job.scenario]:
+            groups[("alone", job.run_id)] = [job]
+            continue
+        key = warm_key(job.scenario, job.profile, job.seed, job.overrides, late[job.scenario])
+        groups.setdefault(key, []).append(job)
+    units = [tuple(group) for group in groups.values()]
+    while len(units) < workers:
+        largest = max(range(len(units)), key=lambda i: len(units[i]), default=None)
+        if largest is None or len(units[largest]) < 2:
+            break
+        unit = units[largest]
+        half = len(unit) // 2
+        units[largest : largest + 1] = [unit[:half], unit[half:]]
+    return units
+
+
+def _in_process(units: Sequence[tuple[Job, ...]]) -> Iterator[Outcome]:
+    for unit in units:
+        outcomes: list[Outcome] = []
+        run_unit(unit, outcomes.append, run_job)
+        yield from outcomes
 
 
 def first_line(exc: BaseException) -> str:

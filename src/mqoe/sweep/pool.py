@@ -1,13 +1,16 @@
-"""A small process pool for sweeps: one job at a time per worker, so the pool always knows
-which run a worker was busy with.
+"""A small process pool for sweeps: one unit of runs at a time per worker (one run, or a
+warm-start group: :mod:`mqoe.workloads.warm`), so the pool always knows which runs a
+worker was busy with. A worker sends each run's outcome as it ends, then says the unit
+is done.
 
 ``concurrent.futures.ProcessPoolExecutor`` does not fit a sweep on two counts. When one
 worker dies (the OOM killer, a crash in native code) the whole executor is *broken* and
 every queued run fails with it, without saying which run killed the worker. And it
 cannot stop a running job: on Ctrl-C, interpreter exit waits for every in-flight run
 to end (seconds to minutes). Here each worker has its own pipe; a worker that dies
-fails only the run it held and is replaced, and :meth:`ProcessPool.terminate` ends the
-workers at once. Workers never write results, so killing them loses nothing stored.
+fails only the runs it held and had not reported, and is replaced, and
+:meth:`ProcessPool.terminate` ends the workers at once. Workers never write results, so
+killing them loses nothing stored.
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ if TYPE_CHECKING:
     from mqoe.sweep.execute import Outcome
     from mqoe.sweep.spec import Job
 
-RunJob = Callable[["Job"], "Outcome"]
+Emit = Callable[["Outcome"], None]
+# Runs a unit of jobs, handing each one's outcome to `emit` as it ends (in any order).
+RunUnit = Callable[[tuple["Job", ...], Emit], None]
+_UNIT_DONE = "unit done"  # a worker's message after the last outcome of its unit
 _STOP_GRACE_S = 1.0  # how long a stopped worker may take to exit before it is killed
 
 
 class ProcessPool:
-    """``workers`` spawned processes running ``run`` on jobs; see :meth:`outcomes`."""
+    """``workers`` spawned processes running ``run`` on units of jobs; see :meth:`outcomes`."""
 
-    def __init__(self, workers: int, run: RunJob) -> None:
+    def __init__(self, workers: int, run: RunUnit) -> None:
         # Spawned, not forked: the parent may run a progress-bar thread, and a fork taken
         # while another thread holds a lock can deadlock the child.
         self._context = multiprocessing.get_context("spawn")
@@ -44,23 +50,24 @@ class ProcessPool:
         self._size = workers
         self._workers: list[_Worker] = []
 
-    def outcomes(self, jobs: Sequence[Job]) -> Iterator[Outcome]:
-        """Run ``jobs`` and yield each outcome as it arrives (any order). A worker that
-        dies yields a failed outcome (``WorkerLost``) for its run and is replaced."""
-        pending = deque(jobs)
+    def outcomes(self, units: Sequence[tuple[Job, ...]]) -> Iterator[Outcome]:
+        """Run ``units`` and yield each run's outcome as it arrives (any order). A worker
+        that dies yields a failed outcome (``WorkerLost``) for each run of its unit it
+        had not reported, and is replaced."""
+        pending = deque(units)
         try:
             while len(self._workers) < min(self._size, len(pending)):
                 self._workers.append(self._start())
             for worker in self._workers:
                 worker.give(pending.popleft())
-            while busy := [w for w in self._workers if w.job is not None]:
+            while busy := [w for w in self._workers if w.unit is not None]:
                 ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
                 for worker in busy:
                     if worker.conn in ready or worker.process.sentinel in ready:
-                        outcome = self._collect(worker)
-                        if pending:  # hand out the next run before the caller stores this one
+                        outcomes = self._collect(worker)
+                        if worker.unit is None and pending:  # the next unit, before storing
                             self._alive(worker).give(pending.popleft())
-                        yield outcome
+                        yield from outcomes
         finally:
             self.terminate()
 
@@ -68,7 +75,7 @@ class ProcessPool:
         """End every worker now (SIGTERM, then SIGKILL after a grace period); reaped."""
         workers, self._workers = self._workers, []
         for worker in workers:
-            if worker.job is None and worker.process.is_alive():
+            if worker.unit is None and worker.process.is_alive():
                 with contextlib.suppress(OSError):
                     worker.conn.send(None)  # idle: asked to exit, so it is reaped cleanly
             else:
@@ -95,18 +102,25 @@ class ProcessPool:
         child.close()
         return _Worker(process, parent)
 
-    def _collect(self, worker: _Worker) -> Outcome:
-        job = worker.job
-        assert job is not None
-        worker.job = None
+    def _collect(self, worker: _Worker) -> list[Outcome]:
+        """What ``worker`` sent (an outcome, or the end of its unit), or, if it died,
+        a failed outcome for each run of its unit it had not reported."""
+        unit = worker.unit
+        assert unit is not None
         try:
             if worker.conn.poll():
-                result: Outcome = worker.conn.recv()
-                return result
+                message: Outcome | str = worker.conn.recv()
+                if message == _UNIT_DONE:
+                    worker.unit = None
+                    return []
+                assert not isinstance(message, str)
+                worker.unit = tuple(j for j in unit if j.run_id != message.job.run_id)
+                return [message]
         except (EOFError, OSError):
             pass
+        worker.unit = None
         worker.process.join(_STOP_GRACE_S)
-        return _died(job, worker.process.exitcode)
+        return [_died(job, worker.process.exitcode) for job in unit]
 
     def _alive(self, worker: _Worker) -> _Worker:
         """``worker``, or a new one in its place if it has died."""
@@ -122,12 +136,12 @@ class _Worker:
     def __init__(self, process: BaseProcess, conn: Connection) -> None:
         self.process = process
         self.conn = conn
-        self.job: Job | None = None  # the run it holds
+        self.unit: tuple[Job, ...] | None = None  # the runs it holds, not yet reported
 
-    def give(self, job: Job) -> None:
-        self.job = job
+    def give(self, unit: tuple[Job, ...]) -> None:
+        self.unit = unit
         with contextlib.suppress(OSError):  # a dead worker shows up as its sentinel
-            self.conn.send(job)
+            self.conn.send(unit)
 
 
 def _died(job: Job, exitcode: int | None) -> Outcome:
@@ -155,26 +169,34 @@ def sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _worker_main(conn: Connection, run: RunJob, parent_pid: int) -> None:
-    """A worker's loop: receive a job, send back its outcome, until told to stop."""
+def _worker_main(conn: Connection, run: RunUnit, parent_pid: int) -> None:
+    """A worker's loop: receive a unit, send back each run's outcome and then that the
+    unit is done, until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _exit_with_parent(parent_pid)
     while True:
         try:
-            job = conn.recv()
+            unit = conn.recv()
         except (EOFError, OSError):
             return  # the sweep process is gone
-        if job is None:
+        if unit is None:
             return
-        outcome = run(job)
+
+        def emit(outcome: Outcome) -> None:
+            try:
+                conn.send(outcome)
+            except OSError:
+                os._exit(1)  # the sweep process is gone
+            except Exception as exc:  # the outcome does not pickle; nothing was sent yet
+                conn.send(_unsendable(outcome.job, exc))
+
+        run(unit, emit)
         try:
-            conn.send(outcome)
+            conn.send(_UNIT_DONE)
         except OSError:
             return
-        except Exception as exc:  # the outcome does not pickle; nothing was sent yet
-            conn.send(_unsendable(job, exc))
 
 
 def _unsendable(job: Job, exc: Exception) -> Outcome:
@@ -196,4 +218,4 @@ def _exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="mqoe-parent-watch", daemon=True).start()
 
 
-__all__ = ["ProcessPool", "RunJob", "sigint_blocked"]
+__all__ = ["Emit", "ProcessPool", "RunUnit", "sigint_blocked"]
