@@ -183,3 +183,25 @@ def test_scenarios_without_late_parameters_are_never_grouped() -> None:
         Job(f"fd{n}", "s", "s-1", "frame-deadlines", NOKIA, 1, {"hogs": str(n)}) for n in (0, 4)
     ]
     assert warm_units(jobs, workers=1) == [(jobs[0],), (jobs[1],)]
+
+
+def test_video_runs_differing_in_genre_and_rules_share_the_set_up_exactly() -> None:
+    early = {"pressure": "critical", "setup_s": "20", "duration_s": "3"}
+    cells = [
+        early | {"genre": "sports", "adapt": "both"},
+        early | {"genre": "news", "rule": "bba"},
+    ]
+    for result, overrides in zip(run_group("video", NOKIA, 2, cells), cells, strict=True):
+        assert_same_record(result, run_scenario("video", NOKIA, 2, overrides))
+
+
+def test_streaming_runs_share_the_set_up_exactly() -> None:
+    early = {"pressure": "moderate", "setup_s": "20", "competitor": "station"}
+    cells = [
+        early | {"rule": "throughput", "duration_s": "5"},
+        early | {"rule": "bba", "adapt": "resolution", "duration_s": "4"},
+        early | {"rule": "bba", "competitor_start_s": "1", "duration_s": "4"},
+    ]
+    warm = run_group("video-stream", NOKIA, 1, cells)
+    for result, overrides in zip(warm, cells, strict=True):
+        assert_same_record(result, run_scenario("video-stream", NOKIA, 1, overrides))

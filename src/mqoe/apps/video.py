@@ -228,13 +228,16 @@ class VideoPlayer:
         p = self.process
         return p.anon_pages + p.file_resident + p.gpu_pages + p.anon_swapped // 2
 
-    def retarget(self, rule: AbrRule, duration_s: float) -> None:
-        """Another rule and length, before playback (a warm start's run, from the state
-        its set-up shared): until :meth:`play` neither has been read."""
+    def retarget(self, rule: AbrRule, duration_s: float, genre: str) -> None:
+        """Another rule, length and genre, before playback (a warm start's run, from the
+        state its set-up shared): until :meth:`play` none of them has been read."""
         if self._play.triggered:
             raise RuntimeError("retarget() after play(): the rule and length are in use")
+        if genre not in GENRES:
+            raise ValueError(f"genre must be one of {', '.join(GENRES)}")
         self.rule = rule
         self.duration_s = duration_s
+        self.complexity = GENRES[genre]
         self.fetcher.retarget(rule, math.ceil(duration_s / self.segment_s) * self.segment_s)
 
     def play(self) -> None:

@@ -47,9 +47,10 @@ BITRATES_30 = {240: 500, 360: 1000, 480: 2500, 720: 5000, 1080: 8000, 1440: 1600
 BITRATES_60 = {240: 1000, 360: 1500, 480: 4000, 720: 7500, 1080: 12000, 1440: 24000}
 FPS_CHOICES = (24, 30, 48, 60)
 PRESSURES = ("normal", "moderate", "low", "critical")
-# Read only from playback on (the player picks its representation and fetches when it
-# plays): runs that differ only in these share the whole set-up (warm starts).
-LATE_PARAMS = frozenset({"resolution", "fps", "duration_s"})
+# Read only from playback on (the player picks its representation, fetches and decodes
+# when it plays; the rules are consulted per segment): runs that differ only in these
+# share the whole set-up (warm starts).
+LATE_PARAMS = frozenset({"resolution", "fps", "duration_s", "genre", "rule", "adapt", "quiet_s"})
 
 
 def ladder() -> tuple[Representation, ...]:
@@ -156,10 +157,10 @@ class Video:
         state = start_session(phone, params, reps, rule, before_play=lambda: warm.reached())
 
         def rebind(late: VideoParams) -> int:
-            """Another run's resolution, frame rate and length, before playback starts."""
+            """Another run's late parameters, before playback starts."""
             player = state["player"]
             assert isinstance(player, VideoPlayer)
-            player.retarget(build_rule(late, reps, component), late.duration_s)
+            player.retarget(build_rule(late, reps, component), late.duration_s, late.genre)
             state["params"] = late
             return session_ns(late)
 

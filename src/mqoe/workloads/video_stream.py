@@ -40,8 +40,14 @@ from mqoe.engine import ms, seconds
 from mqoe.metrics.video_qoe import qoe_summary
 from mqoe.policies.abr import AbrRule, MostConservative, Representation, as_rule, make_rule
 from mqoe.policies.memory_adapt import MemoryAware
-from mqoe.workloads.base import ScenarioOutput, Session
-from mqoe.workloads.video import BITRATES_30, BITRATES_60, VideoParams, collect_session
+from mqoe.workloads.base import ScenarioOutput, Session, WarmStart
+from mqoe.workloads.video import (
+    BITRATES_30,
+    BITRATES_60,
+    VideoParams,
+    collect_session,
+    session_ns,
+)
 from mqoe.workloads.video import start_session as start_video_session
 
 COMPETITORS = ("none", "station", "phone")
@@ -106,6 +112,11 @@ class VideoStream:
     quick: Mapping[str, str] = MappingProxyType(
         {"duration_s": "20", "pressure": "moderate", "setup_s": "20"}
     )
+    # Read from playback on (warm starts share the set-up across them); the ladder
+    # (resolution, fps) is built with the player, so it is not among them.
+    late_params = frozenset(
+        {"duration_s", "genre", "rule", "adapt", "quiet_s", "competitor_start_s"}
+    )
 
     def build(self, phone: Phone, params: VideoStreamParams) -> Session:
         env, net = phone.env, phone.net
@@ -117,7 +128,8 @@ class VideoStream:
         phone.attach_network("phone")
         tcp = TcpConfig()
         reps = stream_ladder(params)
-        rule = stream_rule(params, phone.take_component("abr"))
+        component = phone.take_component("abr")
+        rule = stream_rule(params, component)
         source = HttpSegments(SERVER, tcp)
         competitor: list[tuple[BulkFlow, int]] = []  # the flow and when it started
 
@@ -136,22 +148,38 @@ class VideoStream:
             # Relative to playback, so every pressure state (whose set-up takes its own
             # time) streams against a competitor of the same age.
             if params.competitor != "none":
-                env.schedule(seconds(params.competitor_start_s), start_competitor)
+                env.schedule(seconds(playing().competitor_start_s), start_competitor)
 
-        state = start_video_session(phone, params, reps, rule, source, on_play)
-        duration_ns = seconds(params.setup_s + params.duration_s + 2)
+        state = start_video_session(
+            phone, params, reps, rule, source, on_play, before_play=lambda: warm.reached()
+        )
+
+        def playing() -> VideoStreamParams:
+            late = state["params"]
+            assert isinstance(late, VideoStreamParams)
+            return late
+
+        def rebind(late: VideoStreamParams) -> int:
+            """Another run's late parameters, before playback starts."""
+            player = state["player"]
+            assert isinstance(player, VideoPlayer)
+            player.retarget(stream_rule(late, component), late.duration_s, late.genre)
+            state["params"] = late
+            return session_ns(late)
 
         def collect() -> ScenarioOutput:
-            out = collect_session(phone, params, state)
+            late = playing()
+            out = collect_session(phone, late, state)
             player = state["player"]
             assert isinstance(player, VideoPlayer)
             metrics = dict(out.metrics) | _network_metrics(phone, player, source, competitor)
             segments = segment_table(player)
-            qoe = qoe_summary(segments, params.duration_s, min_bitrate_kbps=reps[0].bitrate_kbps)
+            qoe = qoe_summary(segments, late.duration_s, min_bitrate_kbps=reps[0].bitrate_kbps)
             metrics |= {k: qoe[k] for k in QOE_METRICS}
             return ScenarioOutput(metrics=metrics, tables={**out.tables, "segments": segments})
 
-        return Session(duration_ns, collect)
+        warm = WarmStart(self.late_params, rebind)
+        return Session(session_ns(params), collect, warm)
 
 
 def _network_metrics(
