@@ -199,8 +199,7 @@ def test_streaming_runs_share_the_set_up_exactly() -> None:
     early = {"pressure": "moderate", "setup_s": "20", "competitor": "station"}
     cells = [
         early | {"rule": "throughput", "duration_s": "5"},
-        early | {"rule": "bba", "adapt": "resolution", "duration_s": "4"},
-        early | {"rule": "bba", "competitor_start_s": "1", "duration_s": "4"},
+        early | {"adapt": "resolution", "competitor_start_s": "1", "duration_s": "4"},
     ]
     warm = run_group("video-stream", NOKIA, 1, cells)
     for result, overrides in zip(warm, cells, strict=True):

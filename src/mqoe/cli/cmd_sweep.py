@@ -31,6 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="a Dask LocalCluster of N workers",
     )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help=(
+            "every run simulates its own set-up (default: runs that differ only after it share "
+            "one: same results, less time)"
+        ),
+    )
     parser.add_argument("--dry-run", action="store_true", help="validate and count runs only")
 
 
@@ -42,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and (args.scheduler or args.local_cluster):
         raise UserError("mqoe sweep: --workers is for local processes; Dask sizes its own")
     backend = Backend(
-        workers=args.workers, scheduler=args.scheduler, local_cluster=args.local_cluster
+        workers=args.workers,
+        scheduler=args.scheduler,
+        local_cluster=args.local_cluster,
+        warm=not args.cold,
     )
     root = args.out if args.out is not None else default_results_dir()
     merged = (

@@ -129,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--scheduler", default=None, metavar="tcp://HOST:PORT", help="run on a Dask scheduler"
     )
+    rep.add_argument(
+        "--cold",
+        action="store_true",
+        help=(
+            "every run simulates its own set-up (default: runs that differ only after it share "
+            "one: same results, less time)"
+        ),
+    )
 
     res = sub.add_parser("results", help="query stored results with SQL (DuckDB)")
     rsub = res.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -441,7 +449,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.scheduler:
         raise UserError("mqoe reproduce: --workers is for local processes; Dask sizes its own")
-    backend = Backend(workers=args.workers, scheduler=args.scheduler)
+    backend = Backend(workers=args.workers, scheduler=args.scheduler, warm=not args.cold)
     ensure_output_dir(args.out, "--out")  # before minutes of simulation, not after
     for name in names:
         # One work writes into OUT itself; `all` gives each work its own folder.
