@@ -206,6 +206,7 @@ class _Fork:
             if pid == 0:  # the child: simulate on as run `index`
                 os.close(read)
                 self.child, self.pipe = index, write
+                self.warm.handler = None  # a second reached() is the scenario's own business
                 self.started = Started(self.started.utc, time.perf_counter())
                 try:
                     self.end_ns = self.warm.rebind(run.params)
