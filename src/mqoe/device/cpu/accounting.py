@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu import pelt
 from mqoe.device.cpu.sched_types import (
     _BLOCKED_IO,
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 UTIL_HALFLIFE_NS = 32_000_000  # PELT's load-tracking half-life (kernel/sched/pelt.c)
 
 
+@trait
 class AccountingMixin:
     """Accounting of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu.sched_types import _PREEMPT_RT, Core, Thread
 
 # The methods take ``self: Cpu``, the class that mixes them in, so their bodies are
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 MIGRATION_COST_NS = 500_000
 
 
+@trait
 class BalanceMixin:
     """Load balancing of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu.sched_types import (
     _PREEMPT_RT,
     _PREEMPT_WAKEUP,
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 UPMIGRATE_UTIL = 0.8
 
 
+@trait
 class PlacementMixin:
     """Wake-up and placement of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 

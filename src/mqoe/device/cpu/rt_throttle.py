@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu.sched_types import _PREEMPT_RT, _RUNNABLE_PREEMPTED, Core
 
 # The methods take ``self: Cpu``, the class that mixes them in, so their bodies are
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from mqoe.device.cpu.sched import Cpu
 
 
+@trait
 class RtThrottleMixin:
     """RT throttling of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 

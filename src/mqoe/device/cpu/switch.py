@@ -9,6 +9,8 @@ import math
 from heapq import heappush
 from typing import TYPE_CHECKING
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu.sched_types import (
     _DEAD,
     _NEVER,
@@ -62,6 +64,7 @@ def _highest_rt(rt: list[Thread]) -> Thread:
     return best
 
 
+@trait
 class SwitchMixin:
     """Run queues and switching of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 
