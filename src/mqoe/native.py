@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-# The hot kernel: event heap and processes, links and Wi-Fi, TCP's packet path.
+# The hot kernel: event heap and processes, links and Wi-Fi, TCP's packet path, the CPU
+# scheduler (Cpu and its trait modules, threads and cores), reclaim and the recency LRU.
 COMPILED = (
     "mqoe.engine.kernel",
     "mqoe.engine.process",

@@ -27,6 +27,8 @@ from mqoe.device.cpu.sched_types import (
 
 # The methods take ``self: Cpu``, the class that mixes them in, so their bodies are
 # checked against it; mypy allows such a self type only for protocols ([misc]).
+# A mypyc trait: compiled, Cpu is one native class (which may have one native base
+# only, and any number of traits; decision 0004).
 # mypy: disable-error-code="misc"
 
 if TYPE_CHECKING:
