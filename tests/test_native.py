@@ -15,7 +15,9 @@ import mqoe
 from mqoe import native
 
 # Short runs through every compiled module: the packet path on a wired bottleneck (spiral)
-# and on shared Wi-Fi (netpis), and generator processes on the kernel.
+# and on shared Wi-Fi (netpis); the scheduler, reclaim and the recency LRU under memory
+# pressure (video) on one cluster, on big.LITTLE with schedutil (PELT, capacity-aware
+# placement) and under HMP placement; generator processes on the kernel.
 _RUNS = """
 import json, sys
 from mqoe.device.profiles import load_profile
@@ -29,6 +31,11 @@ for name, overrides in (
 ):
     record = run_scenario(name, load_profile("nexus-5"), 3, overrides)
     out[name] = {k: repr(v) for k, v in sorted(record.metrics.items())}
+video = {"resolution": "480p", "fps": "60", "pressure": "moderate", "duration_s": "5",
+         "setup_s": "20"}
+for phone in ("nokia-1", "mi-8-pro", "mi-a2"):
+    record = run_scenario("video", load_profile(phone), 1, video)
+    out["video " + phone] = {k: repr(v) for k, v in sorted(record.metrics.items())}
 env = Environment(5)
 order = []
 def proc(i):
@@ -60,7 +67,8 @@ def test_compiled_and_interpreted_kernels_give_identical_results(tmp_path: Path)
     interpreted = _run(tmp_path)
     compiled = _run(package.parent)
     assert interpreted == compiled
-    assert set(interpreted) == {"spiral", "netpis", "processes"}
+    videos = {"video nokia-1", "video mi-8-pro", "video mi-a2"}
+    assert set(interpreted) == {"spiral", "netpis", "processes", *videos}
 
 
 def test_a_compiled_module_older_than_its_source_is_stale(

@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-# The hot kernel: event heap and processes, links and Wi-Fi, TCP's packet path.
+# The hot kernel: event heap and processes, links and Wi-Fi, TCP's packet path, the CPU
+# scheduler (Cpu and its trait modules, threads and cores), reclaim and the recency LRU.
 COMPILED = (
     "mqoe.engine.kernel",
     "mqoe.engine.process",
@@ -26,6 +27,19 @@ COMPILED = (
     "mqoe.device.net.tcp_cc",
     "mqoe.device.net.tcp_config",
     "mqoe.device.net.tcp_receiver",
+    "mqoe.device.cpu.sched",
+    "mqoe.device.cpu.sched_types",
+    "mqoe.device.cpu.switch",
+    "mqoe.device.cpu.placement",
+    "mqoe.device.cpu.accounting",
+    "mqoe.device.cpu.balance",
+    "mqoe.device.cpu.rt_throttle",
+    "mqoe.device.cpu.pelt",
+    "mqoe.device.lru_model",
+    "mqoe.device.lru_recency",
+    "mqoe.device.memory",
+    "mqoe.device.memory_reclaim",
+    "mqoe.device.memory_pressure",
 )
 
 

@@ -121,12 +121,14 @@ class Reclaim(Pressure):
     pgsteal: int
     zram_stream_waits: int
 
-    if TYPE_CHECKING:
+    # Memory's (declared here, not in an ``if TYPE_CHECKING`` block: a compiled class
+    # body takes no statements, and its methods call these through the class's vtable).
+    @property
+    def file_pages(self) -> int:
+        raise NotImplementedError
 
-        @property
-        def file_pages(self) -> int: ...
-
-        def _writeback(self, pages: int) -> None: ...
+    def _writeback(self, pages: int) -> None:
+        raise NotImplementedError
 
     def _maybe_wake_kswapd(self) -> None:
         wake = self._kswapd_wake

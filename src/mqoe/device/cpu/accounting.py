@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu import pelt
 from mqoe.device.cpu.sched_types import (
     _BLOCKED_IO,
@@ -25,6 +27,8 @@ from mqoe.device.cpu.sched_types import (
 
 # The methods take ``self: Cpu``, the class that mixes them in, so their bodies are
 # checked against it; mypy allows such a self type only for protocols ([misc]).
+# A mypyc trait: compiled, Cpu is one native class (which may have one native base
+# only, and any number of traits; decision 0004).
 # mypy: disable-error-code="misc"
 
 if TYPE_CHECKING:
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 UTIL_HALFLIFE_NS = 32_000_000  # PELT's load-tracking half-life (kernel/sched/pelt.c)
 
 
+@trait
 class AccountingMixin:
     """Accounting of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu.sched_types import _PREEMPT_RT, Core, Thread
 
 # The methods take ``self: Cpu``, the class that mixes them in, so their bodies are
 # checked against it; mypy allows such a self type only for protocols ([misc]).
+# A mypyc trait: compiled, Cpu is one native class (which may have one native base
+# only, and any number of traits; decision 0004).
 # mypy: disable-error-code="misc"
 
 if TYPE_CHECKING:
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
 MIGRATION_COST_NS = 500_000
 
 
+@trait
 class BalanceMixin:
     """Load balancing of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 

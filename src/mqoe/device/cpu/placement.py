@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu.sched_types import (
     _PREEMPT_RT,
     _PREEMPT_WAKEUP,
@@ -21,6 +23,8 @@ from mqoe.device.cpu.sched_types import (
 
 # The methods take ``self: Cpu``, the class that mixes them in, so their bodies are
 # checked against it; mypy allows such a self type only for protocols ([misc]).
+# A mypyc trait: compiled, Cpu is one native class (which may have one native base
+# only, and any number of traits; decision 0004).
 # mypy: disable-error-code="misc"
 
 if TYPE_CHECKING:
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
 UPMIGRATE_UTIL = 0.8
 
 
+@trait
 class PlacementMixin:
     """Wake-up and placement of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 

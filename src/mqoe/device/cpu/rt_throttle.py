@@ -7,16 +7,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import trait
+
 from mqoe.device.cpu.sched_types import _PREEMPT_RT, _RUNNABLE_PREEMPTED, Core
 
 # The methods take ``self: Cpu``, the class that mixes them in, so their bodies are
 # checked against it; mypy allows such a self type only for protocols ([misc]).
+# A mypyc trait: compiled, Cpu is one native class (which may have one native base
+# only, and any number of traits; decision 0004).
 # mypy: disable-error-code="misc"
 
 if TYPE_CHECKING:
     from mqoe.device.cpu.sched import Cpu
 
 
+@trait
 class RtThrottleMixin:
     """RT throttling of :class:`~mqoe.device.cpu.sched.Cpu` (see the module)."""
 

@@ -36,7 +36,8 @@ Scheduling follows the Linux kernel in the parts that shape QoE:
   the period ends.
 
 This module holds :class:`Cpu`, its set-up and its public calls; the scheduler's parts
-are mixins of it, one module each: wake-up placement (:mod:`.placement`), load
+are mixins of it (mypyc traits: compiled, Cpu is one native class), one module each:
+wake-up placement (:mod:`.placement`), load
 balancing (:mod:`.balance`), RT throttling (:mod:`.rt_throttle`), the run queues, the
 switch path and the per-core timer (:mod:`.switch`), and accounting (:mod:`.accounting`);
 threads, cores and policies are in :mod:`.sched_types`. Governors, hotplug and energy
