@@ -13,15 +13,13 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
-import pandas as pd
-
 from mqoe import __version__
 from mqoe.device.cpu.knobs import CPU_KNOBS, apply_cpu_knobs
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import DeviceProfile
 from mqoe.engine import validate_seed
 from mqoe.errors import UserError
-from mqoe.results import RunRecord
+from mqoe.results import ColumnTable, RunRecord, Tables
 from mqoe.workloads import get_scenario
 from mqoe.workloads.base import params_dict, parse_params
 from mqoe.workloads.components import SLOTS as COMPONENT_SLOTS
@@ -91,7 +89,7 @@ def run_scenario(
     phone.finish()
     output = session.collect()
     energy = phone.cpu.energy_table()
-    tables = {**output.tables, "energy": pd.DataFrame(energy)}
+    tables = Tables({**output.tables, "energy": ColumnTable.from_records(energy)})
     energy_j = sum(row["energy_j"] for row in energy)
     metrics = {**output.metrics, "energy_j": energy_j,
                "cpu_power_mw": energy_j / (end_ns / 1e9) * 1e3 if end_ns else math.nan}  # fmt: skip
@@ -152,5 +150,5 @@ def run_population(
         wall_time_s=wall_time_s,
         sim_duration_s=float(output.metrics.get("days", 0.0)) * 86_400.0,
         metrics=dict(output.metrics),
-        tables=dict(output.tables),
+        tables=Tables(output.tables),
     )
