@@ -156,6 +156,12 @@ def test_awkward_columns_are_written_as_pandas_would(tmp_path: Path, columns: An
             ColumnTable(columns).to_arrow()
         return
     assert ColumnTable(columns).to_arrow().equals(expected)
+    store = ResultsStore(tmp_path)
+    store.write(_record("df", {"t": pd.DataFrame(columns)}, {}))
+    store.write(_record("cols", Tables({"t": ColumnTable(columns)}), {}))
+    pd.testing.assert_frame_equal(
+        store.read("df").tables["t"], store.read("cols").tables["t"], check_exact=True
+    )
 
 
 _VALUES = st.one_of(

@@ -589,12 +589,12 @@ def _tagged_table(run_id: str, name: str, table: pd.DataFrame | ColumnTable) -> 
     names = table.column_names if isinstance(table, ColumnTable) else table.columns
     if any(str(column).lower() == "run_id" for column in names):
         raise ValueError(f"table {name!r} already has a run_id column; the store adds it")
-    if isinstance(table, ColumnTable):  # pa.array would import pandas: large_strings
-        arrow = table.to_arrow()
-        ids = large_strings([run_id] * arrow.num_rows)  # as pandas' str column
-        if ids is not None:
+    if isinstance(table, ColumnTable):
+        arrow = table.direct_arrow()
+        ids = large_strings([run_id] * len(table))  # as pandas' str column (not pa.array:
+        if arrow is not None and ids is not None:  # it would import pandas)
             return arrow.add_column(0, "run_id", ids)
-        table = table.to_pandas()
+        table = table.to_pandas()  # pandas decides the types, as for any DataFrame
     tagged = table.reset_index(drop=True)
     tagged.insert(0, "run_id", run_id)
     return pa.Table.from_pandas(tagged, preserve_index=False)

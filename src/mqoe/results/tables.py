@@ -73,12 +73,22 @@ class ColumnTable:
         reads back as: built directly where every column's type is certain."""
         import pyarrow as pa
 
-        columns = self._plain_columns()
-        if columns is not None:
-            arrays = [arrow_column(values) for values in columns.values()]
-            if all(array is not None for array in arrays):
-                return pa.Table.from_arrays(arrays, names=list(columns))
+        direct = self.direct_arrow()
+        if direct is not None:
+            return direct
         return pa.Table.from_pandas(self.to_pandas(), preserve_index=False)
+
+    def direct_arrow(self) -> pa.Table | None:
+        """:meth:`to_arrow` built without pandas, or None where pandas must decide."""
+        import pyarrow as pa
+
+        columns = self._plain_columns()
+        if columns is None:
+            return None
+        arrays = [arrow_column(values) for values in columns.values()]
+        if not all(array is not None for array in arrays):
+            return None
+        return pa.Table.from_arrays(arrays, names=list(columns))
 
     def _plain_columns(self) -> dict[str, Column] | None:
         """The columns, or None if rows disagree on their keys (pandas aligns them)."""
