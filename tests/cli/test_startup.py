@@ -103,8 +103,9 @@ def test_a_trace_mode_run_imports_only_its_own_scenario_and_no_query_engine(
 ) -> None:
     modules, out = _modules_after("run", "trace-abr", "--json", "--out", str(tmp_path), *extra)
     assert json.loads(out)["scenario"] == "trace-abr"
-    # Its segment table is a DataFrame stored as Parquet: pandas and pyarrow are needed.
-    assert _heavy(modules) == ["pandas", "pyarrow"]
+    # Its tables are columns stored as Parquet by pyarrow; pandas is the command line's
+    # alone (its JSON summary) until the test below passes.
+    assert _heavy(modules) in (["pyarrow"], ["pandas", "pyarrow"])
     others = {
         "mqoe.workloads.app_switching",
         "mqoe.workloads.flash_aging",
@@ -118,6 +119,28 @@ def test_a_trace_mode_run_imports_only_its_own_scenario_and_no_query_engine(
     }
     assert "mqoe.workloads.trace_player" in modules
     assert modules & others == set()
+
+
+# Drops pandas from the run below; cli/main.py still prints the tables of ≤ 40 rows via
+# DataFrame.to_json and measures each with len(frame), which makes every DataFrame.
+@pytest.mark.xfail(
+    strict=True, reason="mqoe.cli.main builds the JSON summary from DataFrames (to_json)"
+)
+def test_a_trace_mode_run_imports_no_pandas(tmp_path: Path) -> None:
+    modules, _ = _modules_after("run", "trace-abr", "--json", "--out", str(tmp_path))
+    assert _heavy(modules) == ["pyarrow"]
+
+
+def test_a_trace_mode_run_and_its_storing_import_no_pandas(tmp_path: Path) -> None:
+    imported = _imported(
+        "from mqoe.device.profiles import load_profile\n"
+        "from mqoe.results import ResultsStore\n"
+        "from mqoe.workloads.runner import run_scenario\n"
+        "record = run_scenario('trace-abr', load_profile('nokia-1'), 0, {'rule': 'bola'})\n"
+        f"ResultsStore({str(tmp_path)!r}).write(record)"
+    )
+    assert _heavy(imported) == ["pyarrow"]
+    assert "mqoe.device.display" not in imported  # the phone builds no display for it
 
 
 def test_the_registry_lists_names_without_importing_scenarios() -> None:

@@ -44,16 +44,18 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from mqoe.device.binder import BinderPool
 from mqoe.device.cpu import Cpu, Fair, RealTime, SchedPolicy, Thread, ThreadState
 from mqoe.device.profiles import DeviceProfile
 from mqoe.engine import Environment, Event
+
+if TYPE_CHECKING:  # pandas is imported when the table is built: a phone without a display
+    import pandas as pd  # is built by runs that need no pandas (trace-abr)
 
 SfCpuset = Literal["little", "all", "big_when_little_saturated"]
 SF_CPUSETS: tuple[str, ...] = ("little", "all", "big_when_little_saturated")
@@ -336,6 +338,8 @@ class Display:
     def compositions(self) -> pd.DataFrame:
         """One row per composition: V-Sync, end, LITTLE busy cores, whether SF's affinity
         was widened, its scheduling delay, and whether it missed the next V-Sync."""
+        import pandas as pd
+
         columns = ["vsync_ns", "end_ns", "little_busy", "widened", "runnable_ns", "surfaces"]
         table = pd.DataFrame(self._records, columns=columns)
         table["missed_vsync"] = table["end_ns"] > table["vsync_ns"] + self.period_ns

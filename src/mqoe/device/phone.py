@@ -15,20 +15,21 @@ constructs one (``tests/workloads/test_composition.py`` checks).
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from mqoe.device.cpu import Cpu
-from mqoe.device.display import Display, DisplayConfig
-from mqoe.device.gpu import CompressionPolicy, Gpu
-from mqoe.device.gpu_content import load_table
 from mqoe.device.lmk import Lmkd, TrimSignals
 from mqoe.device.memory import Memory
-from mqoe.device.net import NetStack, NetStackSpec, Network, WifiMedium
 from mqoe.device.process import Process, ProcessTable, sched_group
 from mqoe.device.profiles import DeviceProfile
 from mqoe.device.storage import Storage
 from mqoe.engine import Environment
+
+if TYPE_CHECKING:  # imported by the attach_* methods: a phone without them needs none
+    from mqoe.device.display import Display, DisplayConfig
+    from mqoe.device.gpu import CompressionPolicy, Gpu
+    from mqoe.device.net import NetStack, NetStackSpec, Network, WifiMedium
 
 
 class Phone:
@@ -80,6 +81,8 @@ class Phone:
     def net(self) -> Network:
         """The network the phone is a host of; workloads add its links and other hosts."""
         if self._net is None:
+            from mqoe.device.net import Network
+
             self._net = Network(self.env)
         return self._net
 
@@ -91,6 +94,8 @@ class Phone:
         without it, the network's hosts cost the phone nothing."""
         if self.stack is not None:
             raise RuntimeError("this phone's network stack is attached already")
+        from mqoe.device.net import NetStack
+
         self.stack = NetStack(self.env, self.cpu, self.memory, host, spec)
         self.net.stacks[host] = self.stack
         return self.stack
@@ -112,6 +117,10 @@ class Phone:
             raise RuntimeError("this phone's Wi-Fi is attached already")
         if contention not in ("dcf", "fair"):
             raise ValueError("contention must be dcf or fair")
+        import random
+
+        from mqoe.device.net import WifiMedium
+
         rng = None
         if contention == "dcf":  # DCF's backoff draws: the run's seed decides them
             rng = random.Random(int(self.env.rng("wifi").integers(1 << 62)))
@@ -131,6 +140,9 @@ class Phone:
         apps' GPU buffers are not modelled (``phone.gpu`` is None)."""
         if self.gpu is not None:
             raise RuntimeError("this phone's GPU driver is attached already")
+        from mqoe.device.gpu import Gpu
+        from mqoe.device.gpu_content import load_table
+
         self.gpu = Gpu(self.env, self.cpu, self.memory, self.profile.gpu, policy, load_table())
         return self.gpu
 
@@ -140,6 +152,8 @@ class Phone:
         per phone."""
         if self.display is not None:
             raise RuntimeError("this phone's display is attached already")
+        from mqoe.device.display import Display, DisplayConfig
+
         self.display = Display(self.env, self.cpu, self.profile, config or DisplayConfig())
         return self.display
 

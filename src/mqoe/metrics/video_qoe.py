@@ -25,14 +25,23 @@ bitrate is the plain mean):
   The startup term of MPC (μ_s·T_s) is left out, as in Pensieve's comparison; the
   startup delay is its own metric. ``*_per_segment`` divides the session total by the
   number of segments (Pensieve's "average QoE per chunk").
+
+:func:`qoe_summary` reads a DataFrame; :func:`qoe_summary_columns` gives the same
+metrics, bit for bit, from the columns as arrays or lists (no pandas: the trace-driven
+mode's whole run costs less than importing it).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Yin et al. 2015 / Mao et al. 2017 (Pensieve) QoE weights.
 LIN_REBUFFER_PENALTY = 4.3  # λ for q(R) = R in Mbit/s: the top rate of their 4.3 Mbit/s ladder
@@ -66,10 +75,56 @@ def qoe_summary(
     missing = [c for c in SEGMENT_COLUMNS if c not in segments.columns]
     if missing:
         raise ValueError(f"segment table lacks columns {missing}")
-    rates = segments["bitrate_kbps"].to_numpy(dtype=np.float64)
+    return _summary(
+        segments["bitrate_kbps"].to_numpy(dtype=np.float64),
+        float(segments["rebuffer_s"].sum()),
+        float((segments["rebuffer_s"].to_numpy() > 0).sum()),
+        _startup_delay_s(segments, startup_segments),
+        session_s,
+        min_bitrate_kbps,
+    )
+
+
+def qoe_summary_columns(
+    bitrate_kbps: Sequence[float] | npt.NDArray[np.float64],
+    rebuffer_s: Sequence[float] | npt.NDArray[np.float64],
+    download_start_s: Sequence[float] | npt.NDArray[np.float64],
+    download_end_s: Sequence[float] | npt.NDArray[np.float64],
+    session_s: float,
+    *,
+    min_bitrate_kbps: float | None = None,
+    startup_segments: int = 1,
+) -> dict[str, float]:
+    """:func:`qoe_summary` of the table with these columns (one item per segment, in
+    playback order), without building it: the same metrics, bit for bit."""
+    rebuffers = np.asarray(rebuffer_s, dtype=np.float64)
+    n = len(rebuffers)
+    if not len(bitrate_kbps) == len(download_start_s) == len(download_end_s) == n:
+        raise ValueError("segment columns have different lengths")
+    if n:
+        index = min(max(startup_segments, 1), n) - 1
+        startup = float(download_end_s[index]) - float(download_start_s[0])
+    else:
+        startup = math.nan
+    return _summary(
+        np.asarray(bitrate_kbps, dtype=np.float64),
+        float(np.nansum(rebuffers)),  # as pandas' sum: NaN skipped
+        float((rebuffers > 0).sum()),
+        startup,
+        session_s,
+        min_bitrate_kbps,
+    )
+
+
+def _summary(
+    rates: npt.NDArray[np.float64],
+    rebuffer: float,
+    stalls: float,
+    startup_delay_s: float,
+    session_s: float,
+    min_bitrate_kbps: float | None,
+) -> dict[str, float]:
     n = len(rates)
-    rebuffer = float(segments["rebuffer_s"].sum())
-    stalls = float((segments["rebuffer_s"].to_numpy() > 0).sum())
     steps_kbps = np.abs(np.diff(rates))
     out = {
         "segments": float(n),
@@ -79,7 +134,7 @@ def qoe_summary(
         "rebuffer_ratio": float(rebuffer / session_s) if session_s > 0 else math.nan,
         "switch_count": float((steps_kbps > 0).sum()),
         "mean_abs_bitrate_change_kbps": float(steps_kbps.mean()) if n > 1 else 0.0,
-        "startup_delay_s": _startup_delay_s(segments, startup_segments),
+        "startup_delay_s": startup_delay_s,
     }
     r_min = min_bitrate_kbps if min_bitrate_kbps is not None else (rates.min() if n else 1.0)
     lin = _qoe(rates / 1000.0, rebuffer, LIN_REBUFFER_PENALTY)

@@ -11,6 +11,10 @@ A results directory (``$MQOE_RESULTS``, default ``mqoe-results/``) holds::
                                            runs/ row names the current version)
     .quarantine/                           corrupt files moved aside, with a warning
 
+A run's tables may be held as :class:`ColumnTable` in a :class:`Tables` mapping: the
+store writes them through pyarrow without pandas, and ``record.tables[name]`` is still
+a DataFrame (made on access).
+
 Every file is written atomically (temporary file, fsync, rename), tables before the
 summary row, so a run listed in ``runs`` always has its tables; storing an id again
 replaces it in one step (a crash leaves the old run or the new one, never neither).
@@ -40,11 +44,14 @@ from mqoe.results.metrics_csv import (
     write_metrics_csv,
 )
 from mqoe.results.store import ResultsStore, RunRecord, default_results_dir
+from mqoe.results.tables import ColumnTable, Tables
 
 __all__ = [
+    "ColumnTable",
     "MetricRow",
     "ResultsStore",
     "RunRecord",
+    "Tables",
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_parquet",

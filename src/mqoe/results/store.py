@@ -46,8 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -60,9 +58,11 @@ from mqoe.results.atomic import (
     unlink_durably,
 )
 from mqoe.results.files import GONE, RETRIES, RUN_ID, SUFFIX
+from mqoe.results.tables import ColumnTable, arrow_column, held_table, large_strings
 
 if TYPE_CHECKING:  # DuckDB is imported by the queries: storing a run needs none of it
-    import duckdb
+    import duckdb  # (nor pandas, when its tables are ColumnTables: mqoe.results.tables)
+    import pandas as pd
 
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _VERSION_KEY = b"mqoe.version"  # in a runs/ file's Parquet metadata: its tables' version
@@ -104,7 +104,8 @@ class RunRecord:
     wall_time_s: float
     sim_duration_s: float
     metrics: Mapping[str, MetricValue]  # scalar metrics, one column each
-    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # named tidy tables
+    # Named tidy tables: DataFrames, or a mqoe.results.Tables (DataFrames on access).
+    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     # Text columns after the fixed ones, e.g. {"sweep": name, "sweep_id": id}.
     tags: Mapping[str, str] = field(default_factory=dict)
 
@@ -161,7 +162,10 @@ class ResultsStore:
         """
         row = _summary_row(record)
         run_id = record.run_id
-        tables = {name: _tagged_table(run_id, name, df) for name, df in record.tables.items()}
+        tables = {
+            name: _tagged_table(run_id, name, held_table(record.tables, name))
+            for name in record.tables
+        }
         runs_file = self._runs_dir / (run_id + SUFFIX)
         tags = list(record.tags)
         if runs_file.is_file():
@@ -172,12 +176,12 @@ class ResultsStore:
         return runs_file
 
     def _write_new(
-        self, run_id: str, row: pd.DataFrame, tables: Mapping[str, pd.DataFrame], tags: list[str]
+        self, run_id: str, row: pa.Table, tables: Mapping[str, pa.Table], tags: list[str]
     ) -> None:
         """A run not committed yet: tables under their plain names, then its row."""
         filename = run_id + SUFFIX
-        for name, df in tables.items():
-            atomic_write_parquet(self._tables_dir / name / filename, df)
+        for name, table in tables.items():
+            _write_table(self._tables_dir / name / filename, table)
         # An earlier attempt that died before its row may have left other tables.
         for directory in self._table_dirs():
             stale = directory / filename
@@ -187,16 +191,16 @@ class ResultsStore:
         _write_row(self._runs_dir / filename, row, version="", tags=tags)
 
     def _replace(
-        self, run_id: str, row: pd.DataFrame, tables: Mapping[str, pd.DataFrame], tags: list[str]
+        self, run_id: str, row: pa.Table, tables: Mapping[str, pa.Table], tags: list[str]
     ) -> None:
         """A committed run: the new version's tables beside the old ones, then its row
         (the commit), then the old version's files go, its ``.gone`` marker last."""
         version = f"{os.getpid()}-{secrets.token_hex(4)}"
         old_tables = sorted({path.parent.name for path, _ in self._files_of(run_id)})
         try:
-            for name, df in tables.items():
+            for name, table in tables.items():
                 path = self._tables_dir / name / layout.versioned(run_id, version)
-                atomic_write_parquet(path, df)
+                _write_table(path, table)
             if not tables and old_tables:  # else queries would take the old files as current
                 marker = self._tables_dir / old_tables[0] / f"{run_id}~{version}{GONE}"
                 atomic_write_bytes(marker, b"")
@@ -268,6 +272,8 @@ class ResultsStore:
         The run stays uncommitted, so a resumed sweep tries it again."""
         if not RUN_ID.fullmatch(run_id):
             raise ValueError(f"run_id {run_id!r} must match [A-Za-z0-9_.-]+")
+        import pandas as pd
+
         frame = pd.DataFrame({"run_id": [run_id], **{k: [v] for k, v in row.items()}})
         return atomic_write_parquet(self._failures_dir / (run_id + SUFFIX), frame)
 
@@ -275,6 +281,8 @@ class ResultsStore:
         """Describe a sweep: ``row`` becomes ``sweeps/<sweep_id>.parquet`` (view ``sweeps``)."""
         if not RUN_ID.fullmatch(sweep_id):
             raise ValueError(f"sweep_id {sweep_id!r} must match [A-Za-z0-9_.-]+")
+        import pandas as pd
+
         frame = pd.DataFrame({"sweep_id": [sweep_id], **{k: [v] for k, v in row.items()}})
         return atomic_write_parquet(self._sweeps_dir / (sweep_id + SUFFIX), frame)
 
@@ -518,7 +526,7 @@ class ResultsStore:
                     layout.remove_quietly(path)
 
 
-def _summary_row(record: RunRecord) -> pd.DataFrame:
+def _summary_row(record: RunRecord) -> pa.Table:
     if not RUN_ID.fullmatch(record.run_id):
         raise ValueError(f"run_id {record.run_id!r} must match [A-Za-z0-9_.-]+")
     try:
@@ -550,38 +558,59 @@ def _summary_row(record: RunRecord) -> pd.DataFrame:
             raise ValueError(f"metric name {name!r} is empty or clashes with another column")
         taken.add(name.lower())
         row[name] = _metric_value(name, value)
-    return pd.DataFrame({name: [value] for name, value in row.items()})
+    columns = [arrow_column([value]) for value in row.values()]
+    if all(column is not None for column in columns):  # as from_pandas would type them
+        return pa.Table.from_arrays(columns, names=list(row))
+    import pandas as pd
+
+    frame = pd.DataFrame({name: [value] for name, value in row.items()})
+    return pa.Table.from_pandas(frame, preserve_index=False)
 
 
 def _metric_value(name: str, value: object) -> MetricValue:
-    if isinstance(value, np.generic):  # numpy scalars from metric computations
-        value = value.item()
+    if type(value) not in (float, int, bool, str):
+        import numpy as np
+
+        if isinstance(value, np.generic):  # numpy scalars from metric computations
+            value = value.item()
     if not isinstance(value, float | int | bool | str):
         raise ValueError(f"metric {name!r} must be a float, int, bool or str, not {value!r}")
     return value
 
 
-def _tagged_table(run_id: str, name: str, df: pd.DataFrame) -> pd.DataFrame:
+def _tagged_table(run_id: str, name: str, table: pd.DataFrame | ColumnTable) -> pa.Table:
+    """The table as written: ``run_id`` first, then its columns (a DataFrame's index
+    dropped). A :class:`ColumnTable` becomes the Arrow table its DataFrame would."""
     if not _is_table_name(name):
         raise ValueError(
             f"table name {name!r} must match [a-z_][a-z0-9_]* and not be one of "
             f"{', '.join(RESERVED_VIEWS)}"
         )
-    if any(str(column).lower() == "run_id" for column in df.columns):
+    names = table.column_names if isinstance(table, ColumnTable) else table.columns
+    if any(str(column).lower() == "run_id" for column in names):
         raise ValueError(f"table {name!r} already has a run_id column; the store adds it")
-    tagged = df.reset_index(drop=True)
+    if isinstance(table, ColumnTable):
+        arrow = table.direct_arrow()
+        ids = large_strings([run_id] * len(table))  # as pandas' str column (not pa.array:
+        if arrow is not None and ids is not None:  # it would import pandas)
+            return arrow.add_column(0, "run_id", ids)
+        table = table.to_pandas()  # pandas decides the types, as for any DataFrame
+    tagged = table.reset_index(drop=True)
     tagged.insert(0, "run_id", run_id)
-    return tagged
+    return pa.Table.from_pandas(tagged, preserve_index=False)
+
+
+def _write_table(path: Path, table: pa.Table) -> None:
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def _is_table_name(name: str) -> bool:
     return bool(_TABLE_NAME.fullmatch(name)) and name not in RESERVED_VIEWS
 
 
-def _write_row(path: Path, row: pd.DataFrame, version: str, tags: Iterable[str]) -> None:
+def _write_row(path: Path, table: pa.Table, version: str, tags: Iterable[str]) -> None:
     """Write a runs/ file atomically, naming its tables' version and its tag columns in
     its metadata."""
-    table = pa.Table.from_pandas(row, preserve_index=False)
     metadata = {**(table.schema.metadata or {}), _TAGS_KEY: json.dumps(list(tags)).encode()}
     if version:
         metadata[_VERSION_KEY] = version.encode()

@@ -20,16 +20,18 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from mqoe.device.phone import Phone
+    from mqoe.results.tables import ColumnTable
 
 Scalar = float | int | bool | str
 
 
 @dataclass(frozen=True)
 class ScenarioOutput:
-    """What a run reports: scalar metrics (one column each) and named tidy tables."""
+    """What a run reports: scalar metrics (one column each) and named tidy tables
+    (DataFrames, or :class:`~mqoe.results.tables.ColumnTable`: stored without pandas)."""
 
     metrics: Mapping[str, Scalar]
-    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    tables: Mapping[str, pd.DataFrame | ColumnTable] = field(default_factory=dict)
 
 
 @dataclass

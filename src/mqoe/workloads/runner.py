@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd
-
 from mqoe import __version__
 from mqoe.device.cpu.knobs import CPU_KNOBS, apply_cpu_knobs
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import DeviceProfile
 from mqoe.engine import validate_seed
 from mqoe.errors import UserError
-from mqoe.results import RunRecord
+from mqoe.results import ColumnTable, RunRecord, Tables
 from mqoe.workloads import get_scenario
 from mqoe.workloads.base import Scenario, Session, params_dict, parse_params
 from mqoe.workloads.components import SLOTS as COMPONENT_SLOTS
@@ -126,7 +124,7 @@ class PreparedRun:
         phone.finish()
         output = session.collect()
         energy = phone.cpu.energy_table()
-        tables = {**output.tables, "energy": pd.DataFrame(energy)}
+        tables = Tables({**output.tables, "energy": ColumnTable.from_records(energy)})
         energy_j = sum(row["energy_j"] for row in energy)
         power_mw = energy_j / (end_ns / 1e9) * 1e3 if end_ns else math.nan
         metrics = {**output.metrics, "energy_j": energy_j, "cpu_power_mw": power_mw}
@@ -205,5 +203,5 @@ def run_population(
         wall_time_s=wall_time_s,
         sim_duration_s=float(output.metrics.get("days", 0.0)) * 86_400.0,
         metrics=dict(output.metrics),
-        tables=dict(output.tables),
+        tables=Tables(output.tables),
     )

@@ -35,6 +35,7 @@ from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.errors import UserError
 from mqoe.generators.throughput_traces import synthetic_manifest
+from mqoe.metrics.video_qoe import qoe_summary_columns
 from mqoe.policies.abr.base import (
     AbrRule,
     AbrState,
@@ -44,6 +45,7 @@ from mqoe.policies.abr.base import (
     as_rule,
     buffer_choice,
 )
+from mqoe.results.tables import ColumnTable
 from mqoe.workloads.base import ScenarioOutput, Session
 
 if TYPE_CHECKING:  # pandas is imported when a table is built, not with the module
@@ -322,19 +324,24 @@ def _sizes_of(manifest: VideoManifest) -> tuple[list[list[int]], tuple[float, ..
 
 
 def _table(columns: SessionColumns) -> pd.DataFrame:
-    """The per-segment table from its columns (numpy arrays: cheaper than lists to pandas).
+    """The per-segment table from its columns."""
+    import pandas as pd
+
+    return pd.DataFrame(_arrays(columns))
+
+
+def _arrays(columns: SessionColumns) -> dict[str, np.ndarray]:
+    """The table's columns as numpy arrays (cheaper than lists to pandas and Arrow).
 
     The segment numbers are ``arange`` and the four time columns, always Python floats,
     go through ``fromiter`` (each ~2-5× cheaper than ``np.array`` of a list, which
     first infers the dtype); the rule-given columns keep ``np.array``'s inference.
     """
-    import pandas as pd
-
     segment, reps, kbps, bits, *times = columns
     n = len(segment)
     arrays = [np.arange(n), np.array(reps), np.array(kbps), np.array(bits)]
     arrays += [np.fromiter(values, np.float64, n) for values in times]
-    return pd.DataFrame(dict(zip(SEGMENT_TABLE_COLUMNS, arrays, strict=True)))
+    return dict(zip(SEGMENT_TABLE_COLUMNS, arrays, strict=True))
 
 
 def check_buffer(segment_s: float, buffer_max_s: float, startup_segments: int) -> None:
@@ -442,9 +449,8 @@ class TraceAbr:
             raise UserError(f"scenario {self.name!r}: {exc}") from None
 
         def collect() -> ScenarioOutput:
-            from mqoe.metrics.video_qoe import qoe_summary  # lazily: it needs pandas
-
-            table = simulate_session(
+            # The table stays columns (a DataFrame when a reader asks): no pandas here.
+            columns = session_columns(
                 trace,
                 manifest,
                 rule,
@@ -452,14 +458,18 @@ class TraceAbr:
                 session_s=params.session_s,
                 startup_segments=params.startup_segments,
             )
-            # Watch time: until the last segment has played out.
-            watch_s = float(table["download_end_s"].iloc[-1] + table["buffer_after_s"].iloc[-1])
-            metrics = qoe_summary(
-                table,
+            _, _, kbps, _, starts, ends, stalls, buffers = columns
+            watch_s = ends[-1] + buffers[-1]  # until the last segment has played out
+            metrics = qoe_summary_columns(
+                kbps,
+                stalls,
+                starts,
+                ends,
                 watch_s,
                 min_bitrate_kbps=manifest.bitrates_kbps[0],
                 startup_segments=params.startup_segments,
             )
-            return ScenarioOutput(metrics=metrics, tables={"segments": table})
+            segments = ColumnTable(_arrays(columns))
+            return ScenarioOutput(metrics=metrics, tables={"segments": segments})
 
         return Session(seconds(params.session_s), collect)
