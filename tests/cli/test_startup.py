@@ -103,9 +103,8 @@ def test_a_trace_mode_run_imports_only_its_own_scenario_and_no_query_engine(
 ) -> None:
     modules, out = _modules_after("run", "trace-abr", "--json", "--out", str(tmp_path), *extra)
     assert json.loads(out)["scenario"] == "trace-abr"
-    # Its tables are columns stored as Parquet by pyarrow; pandas is the command line's
-    # alone (its JSON summary) until the test below passes.
-    assert _heavy(modules) in (["pyarrow"], ["pandas", "pyarrow"])
+    # Its tables are columns stored as Parquet by pyarrow: no pandas anywhere.
+    assert _heavy(modules) == ["pyarrow"]
     others = {
         "mqoe.workloads.app_switching",
         "mqoe.workloads.flash_aging",
@@ -121,11 +120,6 @@ def test_a_trace_mode_run_imports_only_its_own_scenario_and_no_query_engine(
     assert modules & others == set()
 
 
-# Drops pandas from the run below; cli/main.py still prints the tables of ≤ 40 rows via
-# DataFrame.to_json and measures each with len(frame), which makes every DataFrame.
-@pytest.mark.xfail(
-    strict=True, reason="mqoe.cli.main builds the JSON summary from DataFrames (to_json)"
-)
 def test_a_trace_mode_run_imports_no_pandas(tmp_path: Path) -> None:
     modules, _ = _modules_after("run", "trace-abr", "--json", "--out", str(tmp_path))
     assert _heavy(modules) == ["pyarrow"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -336,11 +337,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "sim_duration_s": record.sim_duration_s,
         **{k: _jsonable(v) for k, v in record.metrics.items()},
         "tables": {
-            name: json.loads(frame.to_json(orient="records"))
-            for name, frame in record.tables.items()
-            if name != "frames" and len(frame) <= _SHOWN_ROWS
+            name: _records(record.tables, name)
+            for name in record.tables
+            if name != "frames" and _rows(record.tables, name) <= _SHOWN_ROWS
         },
-        "stored_tables": {name: len(frame) for name, frame in record.tables.items()},
+        "stored_tables": {name: _rows(record.tables, name) for name in record.tables},
         "results_dir": str(store.root),
     }
     if args.json:
@@ -348,6 +349,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     _print_run(record, store.root)
     return 0
+
+
+def _rows(tables: Mapping[str, Any], name: str) -> int:
+    """A table's row count, without making a DataFrame of a column table."""
+    from mqoe.results.tables import held_table
+
+    return len(held_table(tables, name))
+
+
+def _records(tables: Mapping[str, Any], name: str) -> list[dict[str, Any]]:
+    """A table's rows for the JSON summary: as pandas' ``to_json`` gives them (NaN as
+    null, floats to 10 decimals), without pandas for a column table."""
+    from mqoe.results.tables import ColumnTable, held_table
+
+    held = held_table(tables, name)
+    if not isinstance(held, ColumnTable):
+        rows: list[dict[str, Any]] = json.loads(held.to_json(orient="records"))
+        return rows
+    return [{k: _json_value(v) for k, v in row.items()} for row in held.to_arrow().to_pylist()]
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, 10)
+    return value
 
 
 _SHOWN_ROWS = 40  # tables up to this size are printed; larger ones only stored
