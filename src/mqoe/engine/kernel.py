@@ -118,7 +118,9 @@ class Environment:
         _heappush(self._heap, (time_ns, priority, seq, timer))
         return timer
 
-    def _push_event(self, delay_ns: int, event: Event) -> None:
+    def _push_event(self, delay_ns: int, event: Scheduled) -> None:
+        """Fire ``event._trigger()`` after ``delay_ns``, ordered exactly as a timer
+        scheduled now would be (for items that fire themselves: no Timer, no callback)."""
         seq = self._seq + 1
         self._seq = seq
         _heappush(self._heap, (self.now + delay_ns, NORMAL, seq, event))
