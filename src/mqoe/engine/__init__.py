@@ -3,7 +3,7 @@
 Knows nothing about phones. Time is an integer number of nanoseconds (:mod:`units`).
 """
 
-from mqoe.engine.kernel import NORMAL, URGENT, DelayLine, Environment, Timer
+from mqoe.engine.kernel import NORMAL, URGENT, Deadline, DelayLine, Environment, Timer
 from mqoe.engine.process import Event, Process
 from mqoe.engine.streams import RandomStreams, validate_seed
 from mqoe.engine.trace import Recorder
@@ -15,6 +15,7 @@ __all__ = [
     "NS_PER_S",
     "NS_PER_US",
     "URGENT",
+    "Deadline",
     "DelayLine",
     "Environment",
     "Event",

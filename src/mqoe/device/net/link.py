@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mqoe.engine import DelayLine, Environment
+from mqoe.engine.process import Scheduled
 
 HEADER_BYTES = 40  # IPv4 + TCP headers without options (RFC 791, RFC 793)
 
@@ -63,12 +64,18 @@ def send(packet: Packet) -> None:
     packet.route[0].enqueue(packet)
 
 
-class Link:
-    """One direction of a link: rate, propagation delay, drop-tail queue (bytes)."""
+class Link(Scheduled):
+    """One direction of a link: rate, propagation delay, drop-tail queue (bytes).
+
+    The link is itself the heap's item for the end of the transmission in progress (one
+    at a time): no Timer and no bound method per packet, and the same instant and
+    insertion order as ``env.schedule(tx_ns, self._transmitted, packet)``.
+    """
 
     __slots__ = (
         "_busy",
         "_queue",
+        "_sending",
         "_tx_ns_per_byte",
         "bytes_forwarded",
         "drops",
@@ -100,6 +107,7 @@ class Link:
         self.propagation: DelayLine[Packet] = DelayLine(env, delay_ns, arrive)
         self._queue: deque[Packet] = deque()
         self._busy = False
+        self._sending: Packet | None = None  # the packet being serialised
         self.queue_bytes = 0
         self.drops = 0
         self.packets_forwarded = 0
@@ -121,8 +129,15 @@ class Link:
 
     def _transmit(self, packet: Packet) -> None:
         self._busy = True
+        self._sending = packet
         tx_ns = max(1, round(packet.size * self._tx_ns_per_byte))
-        self.env.schedule(tx_ns, self._transmitted, packet)
+        self.env._push_event(tx_ns, self)
+
+    def _trigger(self) -> None:
+        packet = self._sending
+        assert packet is not None
+        self._sending = None
+        self._transmitted(packet)
 
     def _transmitted(self, packet: Packet) -> None:
         self.packets_forwarded += 1

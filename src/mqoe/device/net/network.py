@@ -39,6 +39,10 @@ def _then(event: Event, action: Callable[[], None]) -> None:
         event.callbacks.append(lambda _: action())
 
 
+def _no_sink(packet: Packet) -> None:
+    raise AssertionError("replaced by the sender's on_ack")
+
+
 class Network:
     """A set of named hosts and directed links between them."""
 
@@ -163,17 +167,26 @@ class Connection:
         self.socket: Socket | None = None  # the client end on a phone's stack (NetStack.bind)
         down, up = net.route(server, client), net.route(client, server)
         self.downlink, self.uplink = down, up
-        self.receiver = TcpReceiver(
-            self.env, cfg, up, self._ack_at_server, self, self._data_at_client, auto_read
-        )
+        # ACKs go straight to the sender, data straight to ``on_data``: no call through
+        # this (interpreted) class per packet.
+        self.receiver = TcpReceiver(self.env, cfg, up, _no_sink, self, None, auto_read)
         self.sender = TcpSender(self.env, cfg, down, self.receiver.on_segment, self)
+        self.receiver.sink = self.sender.on_ack
         self.established = False
-        self.on_data: Callable[[int], None] | None = None
         self._opened: Event | None = None
         self._synack_sent_ns = 0
         self.syn_sent = 0
         self.on_request: Callable[[int], None] = self.sender.write
         self.owner_pid = -1  # the process owning the client socket (−1: none recorded)
+
+    @property
+    def on_data(self) -> Callable[[int], None] | None:
+        """Told of in-order bytes as they arrive (with a phone's stack: as the app reads)."""
+        return self.receiver.on_data
+
+    @on_data.setter
+    def on_data(self, consumer: Callable[[int], None] | None) -> None:
+        self.receiver.on_data = consumer
 
     def open(self) -> Event:
         """Three-way handshake; the event fires at the client once the SYN-ACK is in.
@@ -215,13 +228,6 @@ class Connection:
             # The handshake's last leg gives the server its first RTT sample (as Linux).
             self.sender._rtt_sample(self.env.now - self._synack_sent_ns)
         self.on_request(packet.ack)
-
-    def _ack_at_server(self, packet: Packet) -> None:
-        self.sender.on_ack(packet)
-
-    def _data_at_client(self, nbytes: int) -> None:
-        if self.on_data is not None:
-            self.on_data(nbytes)
 
 
 @dataclass(frozen=True, slots=True)

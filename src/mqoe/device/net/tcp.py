@@ -36,7 +36,7 @@ from mqoe.device.net.tcp_config import (
     TcpConfig,
 )
 from mqoe.device.net.tcp_receiver import TcpReceiver
-from mqoe.engine import Environment, Timer
+from mqoe.engine import Deadline, Environment
 
 __all__ = [
     "CONGESTION_CONTROLS",
@@ -139,7 +139,7 @@ class TcpSender:
         self.srtt_ns = 0.0
         self.rttvar_ns = 0.0
         self.rto_ns = TCP_TIMEOUT_INIT_NS
-        self._rto_timer: Timer | None = None
+        self._rto = Deadline(env, self._on_rto)
         self._last_send_ns = -_INFINITE
         self.cc: CongestionControl = CONGESTION_CONTROLS[cfg.congestion_control]()
         self._per_ack = cfg.ack_counting == "per-ack"
@@ -281,7 +281,7 @@ class TcpSender:
             self._transmit(self.snd_nxt, length)
             self.snd_nxt += length
         if self.snd_nxt > self.snd_una:
-            if self._rto_timer is None:
+            if not self._rto.active:
                 self._arm_rto()
         elif self.snd_nxt < self.app_end and self.rwnd < min(mss, self.unsent):
             self._arm_rto()  # nothing in flight, window closed: the persist probe
@@ -314,12 +314,9 @@ class TcpSender:
 
     # -- timers -----------------------------------------------------------------------
     def _arm_rto(self) -> None:
-        if self._rto_timer is not None:
-            self._rto_timer.cancel()
-        self._rto_timer = self.env.schedule(self.rto_ns, self._on_rto)
+        self._rto.set(self.rto_ns)
 
     def _on_rto(self, _: object) -> None:
-        self._rto_timer = None
         if self.snd_una == self.snd_nxt:
             # Persist probe: one segment despite the closed window; its ACK reopens it.
             if self.snd_nxt < self.app_end:
@@ -338,13 +335,7 @@ class TcpSender:
         self.rto_ns = min(self.rto_ns * 2, TCP_RTO_MAX_NS)
         self._sample(force=True)
         self._send_available()
-        self._ensure_rto()
-
-    def _ensure_rto(self) -> None:
-        # A method of its own: after ``self._rto_timer = None`` above, a type checker
-        # (and mypyc, which compiles this module) would take the timer for None still,
-        # though sending may have armed it.
-        if self._rto_timer is None:
+        if not self._rto.active:
             self._arm_rto()
 
     # -- ACK processing ---------------------------------------------------------------
@@ -381,9 +372,7 @@ class TcpSender:
             if self._cwnd_in_use():
                 self._grow(acked, now)
         if self.snd_una == self.snd_max:
-            if self._rto_timer is not None:
-                self._rto_timer.cancel()
-                self._rto_timer = None
+            self._rto.cancel()
         else:
             self._arm_rto()
         self._sample()

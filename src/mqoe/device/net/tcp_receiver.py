@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from mqoe.device.net.link import Link, Packet, send
 from mqoe.device.net.tcp_config import NO_TIMESTAMP, TcpConfig
-from mqoe.engine import Environment, Timer
+from mqoe.engine import Deadline, Environment
 
 
 class TcpReceiver:
@@ -50,7 +50,7 @@ class TcpReceiver:
         self._pending_bytes = 0  # in-order bytes received since the last ACK
         self._last_ooo_seq = -1  # the most recent out-of-order segment (first SACK block)
         self._ts_recent = NO_TIMESTAMP  # to echo: the earliest unacknowledged segment's
-        self._delack_timer: Timer | None = None
+        self._delack = Deadline(env, self._on_delack)
         self._window_was_closed = False
         # Receiver controls (kernel defaults): window clamp (None = none), the bounded
         # frame size (ACK at once when more than this is unacknowledged) and ATO.
@@ -141,8 +141,8 @@ class TcpReceiver:
         # unacknowledged, after filling a hole, or without delayed ACKs; else wait ≤ ato.
         if filled_hole or not self.cfg.delayed_ack or self._pending_bytes > self.delack_bytes:
             self._send_ack()
-        elif self._delack_timer is None:
-            self._delack_timer = self.env.schedule(self.ato_ns, self._on_delack)
+        elif not self._delack.active:
+            self._delack.set(self.ato_ns)
 
     def _hold(self, seq: int, end: int) -> None:
         """Keep an out-of-order segment; the store stays sorted and merged."""
@@ -181,14 +181,11 @@ class TcpReceiver:
             self.on_data(delivered)
 
     def _on_delack(self, _: object) -> None:
-        self._delack_timer = None
         if self._pending_bytes:
             self._send_ack()
 
     def _send_ack(self, dup: bool = False) -> None:
-        if self._delack_timer is not None:
-            self._delack_timer.cancel()
-            self._delack_timer = None
+        self._delack.cancel()
         self._pending_bytes = 0
         packet = Packet(self.flow, 0, 0, self.route, self.sink, self.env.now)
         packet.ack = self.rcv_nxt
