@@ -89,6 +89,23 @@ def test_a_compiled_module_older_than_its_source_is_stale(
     assert native.stale() == []
 
 
+def test_a_rebuilt_group_library_makes_an_untouched_shim_current(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild in place rewrites the group's library but may leave a module's shim."""
+    shim = tmp_path / "kernel.cpython-311-x86_64-linux-gnu.so"
+    group = tmp_path / "mqoe_native__mypyc.cpython-311-x86_64-linux-gnu.so"
+    source = tmp_path / "kernel.py"
+    for path, stamp in ((shim, 1_000), (source, 2_000), (group, 1_500)):
+        path.write_bytes(b"")
+        os.utime(path, (stamp, stamp))
+    files = {"mqoe.engine.kernel": shim, "mqoe_native__mypyc": group}
+    monkeypatch.setattr(native, "_origin", files.get)
+    assert native.stale() == ["mqoe.engine.kernel"]
+    os.utime(group, (3_000, 3_000))
+    assert native.stale() == []
+
+
 def test_every_compiled_module_exists_as_source() -> None:
     root = Path(mqoe.__file__).parent.parent
     for module in native.COMPILED:
