@@ -148,6 +148,15 @@ def test_bad_parameters_fail_their_run_only() -> None:
     assert (first.metrics["n"], last.metrics["n"]) == (53, 54)
 
 
+@pytest.mark.usefixtures("toy")
+def test_runs_that_differ_in_their_set_up_are_refused_as_a_group() -> None:
+    with pytest.raises(ValueError, match="may differ only in fail_at, steps"):
+        run_group("warm-toy", NOKIA, 1, [{"steps": "3"}, {"setup_ms": "10", "steps": "3"}])
+    # Spellings of one value are one set-up.
+    same = run_group("warm-toy", NOKIA, 1, [{"reach": "true"}, {"reach": "True", "steps": "2"}])
+    assert all(isinstance(r, RunRecord) for r in same)
+
+
 # -- grouping a sweep's jobs ------------------------------------------------------------
 
 

@@ -38,7 +38,7 @@ from typing import NoReturn
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import DeviceProfile
 from mqoe.results import RunRecord
-from mqoe.workloads.base import Session, WarmStart
+from mqoe.workloads.base import Session, WarmStart, params_dict
 from mqoe.workloads.runner import PreparedRun, Started, prepare_run, run_scenario
 
 _STEPS = 1000  # engine runs per simulated run (see _simulate)
@@ -114,11 +114,23 @@ def run_group(
             group.prepared[index] = prepare_run(name, profile, seed, overrides)
         except Exception as exc:
             done(index, RunFailure.of(exc))
-    if len(group.prepared) > 1 and can_fork():
+    late = late_params_of(name)
+    if late and len({_early(run, late) for run in group.prepared.values()}) > 1:
+        raise ValueError(
+            f"the runs of a warm-start group may differ only in {', '.join(sorted(late))}"
+        )
+    if late and len(group.prepared) > 1 and can_fork():
         group.run_warm()
     else:
         group.run_cold(group.prepared)
     return [results[index] for index in range(len(cells))]
+
+
+def _early(run: PreparedRun, late: frozenset[str]) -> tuple[str, str]:
+    """What a run's set-up depends on: its phone (CPU knobs applied) and the parameters
+    that are not late, after defaults."""
+    params = {k: v for k, v in params_dict(run.params).items() if k not in late}
+    return run.profile.model_dump_json(), repr(sorted(params.items()))
 
 
 class _GroupDone(BaseException):
