@@ -227,6 +227,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("mqoe.workloads.runner.run_scenario", boom)
     monkeypatch.setattr("mqoe.workloads.runner.run_population", boom)
     monkeypatch.setattr("mqoe.device.gpu_content.calibrate", boom)
+    monkeypatch.setattr("mqoe.experiments.reproduction.reproduce_works", boom)
     from mqoe.experiments import EXPERIMENTS
 
     for experiment in EXPERIMENTS.values():

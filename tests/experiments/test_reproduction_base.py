@@ -13,6 +13,7 @@ from mqoe.experiments.reproduction import (
     PlannedRun,
     Reproduction,
     plan_sweep,
+    reproduce_works,
 )
 from mqoe.results import ResultsStore, RunRecord, atomic_write_text
 from mqoe.sweep import Backend
@@ -126,3 +127,56 @@ class Empty(Tiny):
 def test_an_empty_plan_is_refused() -> None:
     with pytest.raises(ValueError, match="empty"):
         plan_sweep(Empty(), quick=True)
+
+
+class Named(Tiny):
+    """Tiny under another name (its own run ids and sweep)."""
+
+    def __init__(self, name: str, hogs: tuple[str, ...] = ("0", "2")) -> None:
+        super().__init__(hogs)
+        self.name = name
+        self.written_at: list[str] = []
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_works_reproduced_together_write_what_each_alone_writes(
+    tmp_path: Path, workers: int
+) -> None:
+    alone = Named("one")
+    alone.reproduce(tmp_path / "alone", quick=True, backend=Backend(workers=1))
+    works = [Named("one"), Named("two", hogs=("1", "3"))]
+    seen: list[tuple[str, Path]] = []
+    paths = reproduce_works(
+        [(work, tmp_path / work.name) for work in works],
+        quick=True,
+        backend=Backend(workers=workers),
+        on_written=lambda name, path: seen.append((name, path)),
+    )
+    assert paths == [tmp_path / "one" / "metrics.csv", tmp_path / "two" / "metrics.csv"]
+    assert sorted(seen) == [("one", paths[0]), ("two", paths[1])]
+    assert paths[0].read_text() == (tmp_path / "alone" / "metrics.csv").read_text()
+    for work in works:  # each work's runs in its own store, and only those
+        stored = ResultsStore(tmp_path / work.name / "results").run_ids()
+        assert stored == {record.run_id for _, record in work.written}
+        assert all(run_id.startswith(f"{work.name}-") for run_id in stored)
+
+
+def test_a_work_with_failed_runs_does_not_stop_the_others(tmp_path: Path) -> None:
+    good, broken = Named("good"), Named("broken", hogs=("0", "-3"))
+    with pytest.raises(IncompleteReproduction, match=r"^broken: 1 of 2 runs failed"):
+        reproduce_works(
+            [(broken, tmp_path / "broken"), (good, tmp_path / "good")],
+            quick=True,
+            backend=Backend(workers=2),
+        )
+    assert (tmp_path / "good" / "metrics.csv").is_file()
+    assert not (tmp_path / "broken" / "metrics.csv").exists()
+    assert len(ResultsStore(tmp_path / "broken" / "results").failure_ids()) == 1
+
+
+def test_two_incomplete_works_are_both_named(tmp_path: Path) -> None:
+    works = [Named(name, hogs=("-1",)) for name in ("a", "b")]
+    with pytest.raises(IncompleteReproduction, match=r"^2 works had failed runs \(a, b\)"):
+        reproduce_works(
+            [(w, tmp_path / w.name) for w in works], quick=True, backend=Backend(workers=1)
+        )

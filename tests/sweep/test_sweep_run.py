@@ -13,7 +13,7 @@ from mqoe.cli.main import main
 from mqoe.errors import UserError
 from mqoe.results import ResultsStore
 from mqoe.results.api import load_failures, load_runs
-from mqoe.sweep import Backend, load_sweep, run_sweep
+from mqoe.sweep import Backend, load_sweep, run_sweep, run_sweeps
 from mqoe.sweep.spec import Sweep
 
 SPEC = """\
@@ -203,3 +203,33 @@ def test_replace_runs_every_job_again_and_cannot_be_combined_with_resume(tmp_pat
     pd.testing.assert_frame_equal(simulated(out), first.drop(columns=CLOCK))  # same results
     with pytest.raises(ValueError, match="not both"):
         run_sweep(sweep, out, Backend(workers=1), resume=True, replace=True)
+
+
+def test_sweeps_run_together_store_each_into_its_own_folder(tmp_path: Path) -> None:
+    first = sweep_of(tmp_path)
+    second = sweep_of(tmp_path, SPEC.replace('name = "fd"', 'name = "fd2"').replace("0, 4", "2"))
+    run_sweep(first, tmp_path / "alone", Backend(workers=1))
+    run_sweep(first, tmp_path / "a", Backend(workers=1))  # stored already: resumed below
+    finished: list[tuple[int, int, int]] = []
+    progress: list[tuple[int, int]] = []
+    summaries = run_sweeps(
+        [(first, tmp_path / "a"), (second, tmp_path / "b")],
+        Backend(workers=2),
+        resume=True,
+        on_progress=lambda p: progress.append((p.finished, p.total)),
+        on_finished=lambda i, s: finished.append((i, s.stored, s.skipped)),
+    )
+    assert finished == [(0, 0, 4), (1, 2, 0)]  # the resumed sweep first: nothing to run
+    assert [(s.sweep, s.planned, s.stored) for s in summaries] == [("fd", 4, 0), ("fd2", 2, 2)]
+    assert progress == [(1, 2), (2, 2)]
+    assert ResultsStore(tmp_path / "b").run_ids() == {job.run_id for job in second.jobs}
+    pd.testing.assert_frame_equal(simulated(tmp_path / "a"), simulated(tmp_path / "alone"))
+
+
+def test_sweeps_run_together_refuse_stored_runs_before_any_run(tmp_path: Path) -> None:
+    first = sweep_of(tmp_path)
+    run_sweep(first, tmp_path / "a", Backend(workers=1))
+    second = sweep_of(tmp_path, SPEC.replace('name = "fd"', 'name = "fd2"'))
+    with pytest.raises(UserError, match="already stored"):
+        run_sweeps([(second, tmp_path / "b"), (first, tmp_path / "a")], Backend(workers=1))
+    assert not (tmp_path / "b" / "runs").exists()  # the refusal came before any run

@@ -470,6 +470,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             known = ", ".join(sorted(EXPERIMENTS)) or "none yet"
             raise UserError(f"unknown work {name!r}; available: {known}")
     from mqoe.cli.cmd_sweep import Bar
+    from mqoe.experiments.reproduction import reproduce_works
     from mqoe.results import ensure_output_dir
     from mqoe.sweep import Backend
 
@@ -477,25 +478,35 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         raise UserError("mqoe reproduce: --workers is for local processes; Dask sizes its own")
     backend = Backend(workers=args.workers, scheduler=args.scheduler, warm=not args.cold)
     ensure_output_dir(args.out, "--out")  # before minutes of simulation, not after
-    for name in names:
-        # One work writes into OUT itself; `all` gives each work its own folder.
-        target = args.out / name if args.work == "all" else args.out
-        bar = Bar(name)
-        try:
-            path = EXPERIMENTS[name].reproduce(
-                target, quick=args.quick, backend=backend, resume=args.resume, on_progress=bar
-            )
-        except KeyboardInterrupt:
-            bar.close()
-            err.print(
-                f"mqoe: interrupted; finished runs are stored in {target / 'results'}; "
-                "continue with --resume",
-                markup=False,
-            )
-            return 130
-        finally:
-            bar.close()
+    # One work writes into OUT itself; `all` gives each work its own folder. All the
+    # works' runs share the workers; each work's outputs are written as its runs end.
+    works = [
+        (EXPERIMENTS[name], args.out / name if args.work == "all" else args.out) for name in names
+    ]
+    bar = Bar(args.work)
+
+    def written(name: str, path: Path) -> None:
         out.print(f"{name}: wrote {path} and figures in {path.parent}", markup=False)
+
+    try:
+        reproduce_works(
+            works,
+            quick=args.quick,
+            backend=backend,
+            resume=args.resume,
+            on_progress=bar,
+            on_written=written,
+        )
+    except KeyboardInterrupt:
+        bar.close()
+        where = works[0][1] / "results" if len(works) == 1 else args.out / "*" / "results"
+        err.print(
+            f"mqoe: interrupted; finished runs are stored in {where}; continue with --resume",
+            markup=False,
+        )
+        return 130
+    finally:
+        bar.close()
     return 0
 
 

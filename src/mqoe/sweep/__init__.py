@@ -2,12 +2,21 @@
 
 ``load_sweep(path)`` validates a sweep file (errors name the file and line) and expands
 it into jobs with stable run ids; ``run_sweep(sweep, out, Backend(...), resume=...)``
-runs them and stores each run the moment it ends (see :mod:`mqoe.sweep.execute`). Runs
+runs them and stores each run the moment it ends (see :mod:`mqoe.sweep.execute`;
+``run_sweeps`` runs several sweeps, each into its own folder, on one set of workers). Runs
 land in an ordinary results store, tagged with ``sweep`` and ``sweep_id``, so
 ``mqoe results query`` and :mod:`mqoe.results.api` see them beside single runs.
 """
 
-from mqoe.sweep.execute import Backend, Outcome, Progress, SweepSummary, run_job, run_sweep
+from mqoe.sweep.execute import (
+    Backend,
+    Outcome,
+    Progress,
+    SweepSummary,
+    run_job,
+    run_sweep,
+    run_sweeps,
+)
 from mqoe.sweep.spec import Job, Sweep, load_sweep
 
 __all__ = [
@@ -20,4 +29,5 @@ __all__ = [
     "load_sweep",
     "run_job",
     "run_sweep",
+    "run_sweeps",
 ]

@@ -20,6 +20,7 @@ import os
 import signal
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -103,11 +104,17 @@ class Backend:
             return _dask_outcomes(jobs, self.scheduler, self.local_cluster, self.connect_timeout_s)
         workers = self.workers or _cores()
         units = warm_units(jobs, workers) if self.warm else [(job,) for job in jobs]
-        workers = min(workers, len(units))
-        if workers == 1:
+        if not self.in_workers():
             return _in_process(units)
+        workers = min(workers, len(units))
         # The current run_job goes with the units (tests swap it for stand-ins).
         return ProcessPool(workers, partial(run_unit, run=run_job)).outcomes(units)
+
+    def in_workers(self) -> bool:
+        """Whether runs go to other processes (local workers or Dask), leaving this one
+        free; with one local worker they run in this process."""
+        local = self.scheduler is None and self.local_cluster is None
+        return not local or (self.workers or _cores()) > 1
 
     def describe(self) -> str:
         if self.scheduler is not None:
@@ -226,42 +233,98 @@ def run_sweep(
     every run is simulated again and replaces its stored version (each atomically: until
     its new record is committed the old one stays whole).
     """
+    (summary,) = run_sweeps(
+        [(sweep, out)], backend, resume=resume, replace=replace, on_progress=on_progress
+    )
+    return summary
+
+
+def run_sweeps(
+    sweeps: Sequence[tuple[Sweep, str | Path]],
+    backend: Backend | None = None,
+    *,
+    resume: bool = False,
+    replace: bool = False,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_finished: Callable[[int, SweepSummary], None] | None = None,
+) -> list[SweepSummary]:
+    """:func:`run_sweep` for several sweeps at once, each into its own folder, on one
+    set of workers: their jobs share one queue (no pool started per sweep, no core idle
+    while one sweep's last runs end and the next waits). ``on_progress`` counts the runs
+    of all of them; ``on_finished(i, summary)`` is called the moment the ``i``-th sweep's
+    last run is stored (in this thread, before later outcomes are stored). Every folder
+    is checked, and every refusal raised, before any run starts."""
     if resume and replace:
         raise ValueError("resume skips stored runs and replace runs them again: not both")
     backend = backend or Backend()
-    store = ResultsStore(ensure_output_dir(out, "results folder"))
-    done = set() if replace else store.run_ids() & {job.run_id for job in sweep.jobs}
-    if done and not resume:
-        raise UserError(
-            f"{len(done)} of the {len(sweep.jobs)} runs of sweep {sweep.name!r} are already "
-            f"stored in {store.root}; pass --resume to skip them, or choose another --out"
-        )
-    store.write_sweep(sweep.sweep_id, describe(sweep) | {"started_utc": _now()})
-    pending = [job for job in sweep.jobs if job.run_id not in done]
+    stores: list[ResultsStore] = []
+    pending: list[list[Job]] = []
+    skipped: list[int] = []
+    for sweep, out in sweeps:
+        store = ResultsStore(ensure_output_dir(out, "results folder"))
+        done = set() if replace else store.run_ids() & {job.run_id for job in sweep.jobs}
+        if done and not resume:
+            raise UserError(
+                f"{len(done)} of the {len(sweep.jobs)} runs of sweep {sweep.name!r} are "
+                f"already stored in {store.root}; pass --resume to skip them, or choose "
+                "another --out"
+            )
+        stores.append(store)
+        pending.append([job for job in sweep.jobs if job.run_id not in done])
+        skipped.append(len(done))
+    # Which sweep an outcome belongs to. Its job may be a copy (from a worker): known by
+    # sweep and run id; should one sweep be given twice, its outcomes come twice.
+    owners: dict[tuple[str, str], deque[int]] = {}
+    for i, jobs in enumerate(pending):
+        for job in jobs:
+            owners.setdefault((job.sweep_id, job.run_id), deque()).append(i)
+    counts = [[0, 0] for _ in sweeps]  # per sweep: stored, failed
     start = time.perf_counter()
-    stored = failed = 0
-    outcomes = backend.outcomes(pending)
+    total = sum(len(jobs) for jobs in pending)
+    finished = failed = 0
+
+    def summary(i: int) -> SweepSummary:
+        sweep = sweeps[i][0]
+        stored_i, failed_i = counts[i]
+        return SweepSummary(
+            sweep=sweep.name,
+            sweep_id=sweep.sweep_id,
+            planned=len(sweep.jobs),
+            skipped=skipped[i],
+            stored=stored_i,
+            failed=failed_i,
+            wall_time_s=time.perf_counter() - start,
+        )
+
+    summaries: list[SweepSummary | None] = [None] * len(sweeps)
+
+    def finish(i: int) -> None:
+        summaries[i] = done = summary(i)
+        if on_finished is not None:
+            on_finished(i, done)
+
+    for i, (sweep, _) in enumerate(sweeps):
+        stores[i].write_sweep(sweep.sweep_id, describe(sweep) | {"started_utc": _now()})
+    for i, jobs in enumerate(pending):
+        if not jobs:
+            finish(i)  # nothing to run: done before anything starts
+    outcomes = backend.outcomes([job for jobs in pending for job in jobs])
     try:
         for outcome in outcomes:
-            if _store(store, outcome):
-                stored += 1
-            else:
-                failed += 1
+            i = owners[(outcome.job.sweep_id, outcome.job.run_id)].popleft()
+            ok = _store(stores[i], outcome)
+            counts[i][0 if ok else 1] += 1
+            finished += 1
+            failed += not ok
             if on_progress is not None:
-                on_progress(Progress(stored + failed, len(pending), failed))
+                on_progress(Progress(finished, total, failed))
+            if sum(counts[i]) == len(pending[i]):
+                finish(i)
     finally:
         close = getattr(outcomes, "close", None)
         if close is not None:
             close()  # stops the pool or cluster, also on Ctrl-C
-    return SweepSummary(
-        sweep=sweep.name,
-        sweep_id=sweep.sweep_id,
-        planned=len(sweep.jobs),
-        skipped=len(done),
-        stored=stored,
-        failed=failed,
-        wall_time_s=time.perf_counter() - start,
-    )
+    return [s if s is not None else summary(i) for i, s in enumerate(summaries)]
 
 
 def _store(store: ResultsStore, outcome: Outcome) -> bool:
