@@ -17,7 +17,8 @@ from mqoe import native
 # Short runs through every compiled module: the packet path on a wired bottleneck (spiral)
 # and on shared Wi-Fi (netpis); the scheduler, reclaim and the recency LRU under memory
 # pressure (video) on one cluster, on big.LITTLE with schedutil (PELT, capacity-aware
-# placement) and under HMP placement; generator processes on the kernel.
+# placement) and under HMP placement; the zsmalloc pool of compressed GPU buffers
+# (app-switching); generator processes on the kernel.
 _RUNS = """
 import json, sys
 from mqoe.device.profiles import load_profile
@@ -28,6 +29,8 @@ out = {}
 for name, overrides in (
     ("spiral", {"duration_s": "40", "competitor_start_s": "15"}),
     ("netpis", {"duration_s": "8", "video_s": "6", "variant": "netpis"}),
+    ("app-switching",
+     {"launches": "4", "policy": "full", "interaction_s": "2", "system": "false"}),
 ):
     record = run_scenario(name, load_profile("nexus-5"), 3, overrides)
     out[name] = {k: repr(v) for k, v in sorted(record.metrics.items())}
@@ -68,7 +71,7 @@ def test_compiled_and_interpreted_kernels_give_identical_results(tmp_path: Path)
     compiled = _run(package.parent)
     assert interpreted == compiled
     videos = {"video nokia-1", "video mi-8-pro", "video mi-a2"}
-    assert set(interpreted) == {"spiral", "netpis", "processes", *videos}
+    assert set(interpreted) == {"spiral", "netpis", "app-switching", "processes", *videos}
 
 
 def test_a_compiled_module_older_than_its_source_is_stale(

@@ -17,7 +17,8 @@ import importlib.util
 from pathlib import Path
 
 # The hot kernel: event heap and processes, links and Wi-Fi, TCP's packet path, the CPU
-# scheduler (Cpu and its trait modules, threads and cores), reclaim and the recency LRU.
+# scheduler (Cpu and its trait modules, threads and cores), reclaim and the recency LRU,
+# the zsmalloc pool of compressed GPU buffers (its placement loops, per object).
 COMPILED = (
     "mqoe.engine.kernel",
     "mqoe.engine.process",
@@ -40,6 +41,7 @@ COMPILED = (
     "mqoe.device.memory",
     "mqoe.device.memory_reclaim",
     "mqoe.device.memory_pressure",
+    "mqoe.device.zsmalloc",
 )
 
 
