@@ -70,6 +70,12 @@ class FileSpace:
         ``n`` free pages (the caller checked ``free``)."""
         used, size = self.used, len(self.used)
         pos = cursor
+        if n > 0 and pos + n <= size and not used[pos : pos + n].any():
+            # The window's first free extent begins at the cursor and holds the file (for
+            # one page: the first free page) — the common case, without scanning.
+            used[pos : pos + n] = True
+            self.free -= n
+            return np.arange(pos, pos + n, dtype=np.int64), (pos + n) % size
         end = min(size, pos + max(_ALLOC_WINDOW, 4 * n))
         if n > 1:
             starts, ends = _runs(~used[pos:end])
