@@ -3,7 +3,8 @@
 Small writes and discards go page by page (:data:`mqoe.device.ftl.FEW_PAGES`), GC's
 single victim is an argmin, idle GC first counts the blocks that could be empty, and
 the file-space allocator takes the pages at its cursor without scanning when they are
-free: each is compared here with the general code on the same inputs.
+free, and a repeated aging is a copy of the kept result: each is compared here with the
+general code on the same inputs.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mqoe.device.file_space as file_space
 import mqoe.device.ftl as ftl_module
 from mqoe.device.file_space import _ALLOC_WINDOW, FileSpace
 from mqoe.device.ftl import GC_POLICIES, Ftl, GcPolicy
+from mqoe.device.phone import Phone
+from tests.conftest import make_profile
 
 
 def _state(ftl: Ftl) -> tuple[object, ...]:
@@ -127,3 +131,50 @@ def test_allocation_at_the_cursor_is_the_scans_choice(
     assert pages.tolist() == expected and cursor_after == after
     assert pages.dtype == np.int64 and space.free == used.count(False) - n
     assert space.used[pages].all() and int(np.count_nonzero(~space.used)) == space.free
+
+
+def _aged(
+    monkeypatch: pytest.MonkeyPatch, kept: bool, seed: int, goals: bool, fill: float = 0.6
+) -> tuple[tuple[object, ...], float]:
+    """A phone's storage aged from a file history (cached aging or not): its state, and
+    the next draw of the aging generator."""
+    if not kept:
+        monkeypatch.setattr(file_space, "_AGED", {})
+    phone = Phone(make_profile([(2, 1000.0, 1.0)]), 1)
+    storage = phone.storage
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 400, 40_000)
+    kinds = rng.choice(np.array(["cache", "media", "app"]), len(sizes)) if goals else None
+    storage.age(fill, rng, file_pages=sizes, file_goals=kinds)
+    fs = storage._space()
+    space = (fs.used.tobytes(), fs.untrimmed.tobytes(), fs.freed_since_trim.tobytes(),
+             fs.free, fs.cursor, fs.carry_pages, sorted(fs.cursors.items()))  # fmt: skip
+    return (_state(storage.ftl), space), float(rng.random())
+
+
+@pytest.mark.parametrize("goals", [False, True])
+def test_a_repeated_aging_gives_the_aged_device_and_generator(
+    goals: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(file_space, "_AGED", {})
+    first = _aged(monkeypatch, True, 5, goals)
+    assert len(file_space._AGED) == 1
+    again = _aged(monkeypatch, True, 5, goals)  # from the kept result
+    assert len(file_space._AGED) == 1
+    assert again == first == _aged(monkeypatch, False, 5, goals)
+    other_seed = _aged(monkeypatch, True, 6, goals)
+    other_fill = _aged(monkeypatch, True, 5, goals, fill=0.5)
+    assert other_seed[0] != first[0] and other_fill[0] != first[0]
+
+
+def test_the_kept_aged_devices_are_few_and_independent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_space, "_AGED", {})
+    phones = [Phone(make_profile([(2, 1000.0, 1.0)]), 1) for _ in range(2)]
+    for phone in phones:
+        phone.storage.age(0.6, np.random.default_rng(1))
+    phones[0].storage.ftl.write(np.arange(100))  # the copy of one is not the other's
+    assert not np.array_equal(phones[0].storage.ftl.l2p, phones[1].storage.ftl.l2p)
+    phones[1].storage.ftl.check()
+    for seed in range(2, 2 + file_space._AGED_MAX + 2):
+        Phone(make_profile([(2, 1000.0, 1.0)]), 1).storage.age(0.6, np.random.default_rng(seed))
+    assert len(file_space._AGED) == file_space._AGED_MAX
