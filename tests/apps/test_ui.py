@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from mqoe.analysis.layout import ViewNode
 from mqoe.apps.cpu_load import BurstThread
 from mqoe.apps.ui import (
+    FRAME_COLUMNS,
+    SATURATED_FRAME_FRACTION,
     BinderService,
     RenderCosts,
     UiApp,
@@ -406,6 +408,36 @@ def test_same_seed_same_frames_other_seed_other_frames() -> None:
     c = _run(HEAVY, seed=6)[1]
     pd.testing.assert_frame_equal(a, b)
     assert not a["draw_cycles"].equals(c["draw_cycles"])
+
+
+def _frames_from_rows(app: UiApp) -> pd.DataFrame:
+    """The frame table built from the rows and converted column by column (how
+    :meth:`UiApp.frames` once built it: its column-wise build must give the same)."""
+    table = pd.DataFrame(app._records, columns=list(FRAME_COLUMNS))
+    for column in FRAME_COLUMNS[3:]:
+        table[column] = table[column].astype(np.int64 if column.endswith("_ns") else float)
+    table["frame"] = table["frame"].astype(np.int64)
+    table["duration_ns"] = table["queue_ns"] - table["intended_vsync_ns"]
+    start = table["intended_vsync_ns"].to_numpy(np.int64)
+    end = table["queue_ns"].to_numpy(np.int64)
+    share = app.display.little_saturated_share(start, end)
+    table["little_busy_share"] = share
+    table["little_saturated"] = share >= SATURATED_FRAME_FRACTION
+    idle_big = app.display.little_saturated_share(start, end, big_idle=True)
+    table["big_idle_little_saturated"] = idle_big >= SATURATED_FRAME_FRACTION
+    due = start + app.display.period_ns
+    table["ready_buffer"] = (end > due) & app.surface.in_reserve(start, due)
+    table["ruir"] = app.ruir
+    return table
+
+
+@pytest.mark.parametrize("duration_s", [0.0, 2.0])
+def test_the_frame_table_is_the_row_wise_one(duration_s: float) -> None:
+    app, frames, _ = _run(HEAVY, duration_s=duration_s, seed=4)
+    assert (len(frames) > 50) == (duration_s > 0)
+    expected = _frames_from_rows(app)
+    pd.testing.assert_frame_equal(frames, expected, check_exact=True)
+    assert frames.dtypes.to_dict() == expected.dtypes.to_dict()
 
 
 def test_top_app_threads_follow_the_android_release() -> None:

@@ -13,9 +13,12 @@ page by page. :class:`FileSystem` is a mixin of :class:`~mqoe.device.storage.Sto
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +29,24 @@ from mqoe.device.profiles import StorageSpec
 from mqoe.engine import Environment, Event
 
 _ALLOC_WINDOW = 4096  # model pages the allocator scans at a time from its cursor
+_AGED_MAX = 4  # aged devices kept per process (a few MB each)
+
+
+@dataclass(frozen=True, slots=True)
+class _Aged:
+    """A device as :meth:`FileSystem.age` left it: the FTL's state, the file space's, and
+    the random generator's."""
+
+    ftl: dict[str, object]
+    used: npt.NDArray[np.bool_]
+    free: int
+    cursor: int
+    cursors: dict[str, int]
+    rng_state: Mapping[str, Any]
+
+
+# The last few devices aged in this process, by what aging depends on (FileSystem.age).
+_AGED: dict[tuple[object, ...], _Aged] = {}
 
 
 class StorageFull(Exception):
@@ -70,6 +91,12 @@ class FileSpace:
         ``n`` free pages (the caller checked ``free``)."""
         used, size = self.used, len(self.used)
         pos = cursor
+        if n > 0 and pos + n <= size and not used[pos : pos + n].any():
+            # The window's first free extent begins at the cursor and holds the file (for
+            # one page: the first free page) — the common case, without scanning.
+            used[pos : pos + n] = True
+            self.free -= n
+            return np.arange(pos, pos + n, dtype=np.int64), (pos + n) % size
         end = min(size, pos + max(_ALLOC_WINDOW, 4 * n))
         if n > 1:
             starts, ends = _runs(~used[pos:end])
@@ -216,9 +243,71 @@ class FileSystem:
         the deleted files, merged where they were neighbours. ``file_goals`` (one per
         file, see :meth:`allocate`) puts each goal's files together, in the order of
         the goals' first files, and starts each goal's cursor where its files begin.
-        Without ``file_pages``, the data is a random set of pages."""
+        Without ``file_pages``, the data is a random set of pages.
+
+        Aging is a pure function of the fresh device, the arguments and ``rng``'s state,
+        and it costs a second or so: the last few results in this process are kept
+        (:data:`_AGED`) and a repeat — the same phone and seed aged for another policy —
+        takes a copy, leaving ``rng`` where aging would."""
         if self._fs is not None:
             raise ValueError("age a storage before allocating any file")
+        ftl = self.ftl
+        key = self._aging_key(fraction, rng, fragmented, file_pages, file_goals)
+        aged = _AGED.get(key) if key is not None else None
+        if aged is None:
+            self._age(fraction, rng, fragmented, file_pages, file_goals)
+            if key is not None:
+                fs = self._space()
+                _AGED[key] = _Aged(
+                    copy.deepcopy(ftl.__dict__),
+                    fs.used.copy(),
+                    fs.free,
+                    fs.cursor,
+                    dict(fs.cursors),
+                    copy.deepcopy(rng.bit_generator.state),
+                )
+                while len(_AGED) > _AGED_MAX:
+                    _AGED.pop(next(iter(_AGED)))
+            return
+        ftl.__dict__.update(copy.deepcopy(aged.ftl))
+        fs = self._space()
+        fs.used[:] = aged.used
+        fs.free, fs.cursor, fs.cursors = aged.free, aged.cursor, dict(aged.cursors)
+        rng.bit_generator.state = copy.deepcopy(aged.rng_state)
+
+    def _aging_key(
+        self,
+        fraction: float,
+        rng: np.random.Generator,
+        fragmented: bool,
+        file_pages: npt.ArrayLike | None,
+        file_goals: npt.ArrayLike | None,
+    ) -> tuple[object, ...] | None:
+        """What :meth:`age` depends on; None if its result is not to be kept (a device
+        that is not a fresh plain :class:`Ftl`: aging checks it and says why)."""
+        ftl = self.ftl
+        if type(ftl) is not Ftl or ftl.written.any() or ftl.erase_counts.any():
+            return None
+        digest = hashlib.sha256()
+        for array in (file_pages, file_goals):
+            if array is not None:
+                data = np.ascontiguousarray(array)
+                digest.update(f"{data.dtype.str}{data.shape}".encode())
+                digest.update(data.tobytes())
+            digest.update(b"|")
+        geometry = (ftl.physical_pages, ftl.pages_per_block, ftl.logical_pages,
+                    ftl.gc_low_blocks, ftl.gc_policy, ftl.gc_frontier)  # fmt: skip
+        return (geometry, self.scale, fraction, fragmented, repr(rng.bit_generator.state),
+                digest.hexdigest())  # fmt: skip
+
+    def _age(
+        self,
+        fraction: float,
+        rng: np.random.Generator,
+        fragmented: bool,
+        file_pages: npt.ArrayLike | None,
+        file_goals: npt.ArrayLike | None,
+    ) -> None:
         ftl = self.ftl
         data = None
         if file_pages is not None:

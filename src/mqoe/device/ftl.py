@@ -36,12 +36,15 @@ the whole device.
 
 Pure model: no engine, no time. Every write is processed in segments that fit the open
 block, invalidating a segment's old copies just before programming it; since GC only
-runs when a new block is opened, this is exactly the page-by-page semantics, vectorised.
+runs when a new block is opened, this is exactly the page-by-page semantics, vectorised
+(a few pages, :data:`FEW_PAGES`, go page by page: the same state, without numpy's cost
+per call on tiny arrays).
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 from collections import deque
 from dataclasses import dataclass
 from typing import Literal
@@ -53,6 +56,9 @@ PAGE_BYTES = 4096
 DEFAULT_CAPACITY_PAGES = 1 << 18  # 1 GiB of 4 KB pages: a sample of the phone's flash
 DEFAULT_PAGES_PER_BLOCK = 256  # responsiveness study: 128–256 pages per erase block
 DEFAULT_OVER_PROVISIONING = 0.07  # assumed: 7% spare (GB sold vs GiB of NAND)
+
+# Writes and discards of at most this many pages go page by page (same state, faster).
+FEW_PAGES = 16
 
 LpnArray = npt.NDArray[np.int64]
 GcPolicy = Literal["greedy", "cost-benefit"]
@@ -140,14 +146,25 @@ class Ftl:
     # -- the host interface -------------------------------------------------------------
     def write(self, lpns: npt.ArrayLike) -> FlashCost:
         """Write logical pages in order; returns what it cost the flash (incl. GC)."""
-        pages = self._lpns(lpns)
+        pages = np.asarray(lpns, dtype=np.int64).reshape(-1)
+        # A few distinct pages in rising order (a small file's) are programmed one by one
+        # with Python ints: numpy's calls on tiny arrays cost more than the work.
+        few = self._few(pages)
+        if few is None:
+            pages = self._lpns(pages)
+        elif not all(a < b for a, b in itertools.pairwise(few)):
+            few = None
         before = (self.programmed_pages, self.gc_copies, self.erases)
         ppb = self.pages_per_block
-        i, n = 0, len(pages)
+        n = len(pages)
+        i = 0
         while i < n:
             self._ensure_room(collect=True)
             k = min(ppb - int(self.written[self._open]), n - i)
-            self._program_host(pages[i : i + k])
+            if few is not None:
+                self._program_few(few[i : i + k])
+            else:
+                self._program_host(pages[i : i + k])
             self.clock += k
             i += k
         self.host_pages_written += n
@@ -157,6 +174,9 @@ class Ftl:
 
     def discard(self, lpns: npt.ArrayLike) -> int:
         """TRIM: the logical pages hold nothing any more; returns the pages invalidated."""
+        few = self._few(np.asarray(lpns, dtype=np.int64).reshape(-1))
+        if few is not None:
+            return self._discard_few(few)
         pages = np.unique(self._lpns(lpns))
         old = self.l2p[pages]
         mapped = old >= 0
@@ -215,6 +235,15 @@ class Ftl:
         if not self._idle_work:
             return 0
         self._idle_work = False
+        # A cheaper test first: count the blocks without a valid page that are neither
+        # free (a free block holds none) nor a frontier; if none, none is closed and empty.
+        valid = self.valid
+        others = np.count_nonzero(valid == 0) - len(self._free) - int(valid[self._open] == 0)
+        gc_open = self._gc_open
+        if gc_open >= 0 and gc_open != self._open and valid[gc_open] == 0:
+            others -= 1
+        if others <= 0:
+            return 0
         ppb = self.pages_per_block
         empty = np.flatnonzero((self.written == ppb) & (self.valid == 0))
         empty = empty[(empty != self._open) & (empty != self._gc_open)]
@@ -298,14 +327,63 @@ class Ftl:
             raise ValueError(f"logical pages must be in [0, {self.logical_pages})")
         return pages
 
+    def _few(self, pages: LpnArray) -> list[int] | None:
+        """``pages`` as Python ints if there are at most :data:`FEW_PAGES` (checked as
+        :meth:`_lpns` checks them), else None."""
+        if len(pages) > FEW_PAGES:
+            return None
+        few: list[int] = pages.tolist()
+        if few and (min(few) < 0 or max(few) >= self.logical_pages):
+            raise ValueError(f"logical pages must be in [0, {self.logical_pages})")
+        return few
+
     def _invalidate(self, ppns: npt.NDArray[np.int32]) -> None:
         """Old copies become invalid (``ppns`` distinct and currently valid)."""
         if len(ppns):
             self.p2l[ppns] = -1
             blocks = ppns // self.pages_per_block
-            np.subtract.at(self.valid, blocks, 1)
+            self.valid -= np.bincount(blocks, minlength=self.blocks).astype(np.int32)
             self.modified[blocks] = self.clock
             self._idle_work = True
+
+    def _program_few(self, seg: list[int]) -> None:
+        """:meth:`_program_host` of a segment of distinct pages, page by page (the same
+        state: no page's old copy can be one programmed here)."""
+        l2p, p2l, valid, modified = self.l2p, self.p2l, self.valid, self.modified
+        ppb, clock = self.pages_per_block, self.clock
+        block = self._open
+        base = block * ppb + int(self.written[block])
+        for ppn, lpn in enumerate(seg, base):
+            old = int(l2p[lpn])
+            if old >= 0:  # as _invalidate
+                p2l[old] = -1
+                valid[old // ppb] -= 1
+                modified[old // ppb] = clock
+                self._idle_work = True
+            p2l[ppn] = lpn
+            l2p[lpn] = ppn
+        k = len(seg)
+        valid[block] += k
+        self.written[block] += k
+        self.programmed_pages += k
+
+    def _discard_few(self, lpns: list[int]) -> int:
+        """:meth:`discard` of a few (checked) pages, page by page."""
+        l2p, p2l, valid, modified = self.l2p, self.p2l, self.valid, self.modified
+        ppb, clock = self.pages_per_block, self.clock
+        count = 0
+        for lpn in set(lpns):
+            old = int(l2p[lpn])
+            if old >= 0:  # as _invalidate
+                p2l[old] = -1
+                valid[old // ppb] -= 1
+                modified[old // ppb] = clock
+                l2p[lpn] = -1
+                count += 1
+        if count:
+            self._idle_work = True
+        self.discarded_pages += count
+        return count
 
     def _program_host(self, seg: LpnArray) -> None:
         """Program a segment that fits the open block; a page written twice in it leaves
@@ -374,6 +452,9 @@ class Ftl:
             with np.errstate(divide="ignore"):
                 score = np.where(valid == 0, np.inf, (1.0 - u) * age / (2.0 * u))
             key = -score
+        if k == 1:  # GC's own choice: the first best key is the lowest such block
+            best = int(np.argmin(key))
+            return candidates[best : best + 1]
         return candidates[np.lexsort((candidates, key))[:k]]  # ties: the lower block
 
     def victim_cost(self, k: int) -> tuple[int, int]:
