@@ -18,7 +18,9 @@ from pathlib import Path
 
 # The hot kernel: event heap and processes, links and Wi-Fi, TCP's packet path, the CPU
 # scheduler (Cpu and its trait modules, threads and cores), reclaim and the recency LRU,
-# the zsmalloc pool of compressed GPU buffers (its placement loops, per object).
+# the zsmalloc pool of compressed GPU buffers (its placement loops, per object), OPP
+# lookups and the windowed governors' per-sample arithmetic (the governors themselves
+# stay interpreted: users plug in their own).
 COMPILED = (
     "mqoe.engine.kernel",
     "mqoe.engine.process",
@@ -42,6 +44,8 @@ COMPILED = (
     "mqoe.device.memory_reclaim",
     "mqoe.device.memory_pressure",
     "mqoe.device.zsmalloc",
+    "mqoe.device.cpu.opp",
+    "mqoe.device.cpu.governor_core",
 )
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from mqoe.device.cpu import governor_core
 from mqoe.device.cpu.opp import OppTable
 from mqoe.engine import Timer
 from mqoe.errors import UserError
@@ -293,12 +294,7 @@ def _parse_pairs(text: str | float, what: str) -> list[tuple[int, float]]:
     return pairs
 
 
-def _lookup(pairs: list[tuple[int, float]], khz: int) -> float:
-    value = pairs[0][1]
-    for freq, v in pairs:
-        if khz >= freq:
-            value = v
-    return value
+_lookup = governor_core.lookup  # the value of the last (freq, value) at or below khz
 
 
 class _Windowed:
@@ -326,11 +322,7 @@ class _Windowed:
         """The CPUs' cumulative busy times now, in ``policy.cores`` order: as
         ``policy.busy_ns`` gives them, read without accounting (a running core has
         been busy since its last accounting; an idle or offline one adds nothing)."""
-        now = policy.cpu.env.now
-        return [
-            core._busy_total + (now - core._acct_t if core.current is not None else 0)
-            for core in policy.cores
-        ]
+        return governor_core.read_busy(policy.cores, policy.cpu.env.now)
 
     def _open_window(self, policy: FreqPolicy, busy: list[int] | None = None) -> None:
         """A new window from now; ``busy``: the CPUs' busy times now, if already read."""
@@ -340,21 +332,9 @@ class _Windowed:
     def _window_load(self, policy: FreqPolicy) -> tuple[float, list[int]]:
         """The busiest online CPU's busy share of the window (0–100), and the CPUs'
         busy times now (read once: the next window starts from them)."""
-        now = policy.cpu.env.now
-        busy: list[int] = []
-        best = 0
-        for core, start_busy in zip(policy.cores, self._busy, strict=True):
-            total = core._busy_total  # as _read_busy
-            if core.current is not None:
-                total += now - core._acct_t
-            busy.append(total)
-            ran = total - start_busy
-            if ran > best and core.online:
-                best = ran
-        wall = now - self._window_start
-        if wall <= 0:
-            return 0.0, busy
-        return min(100.0, 100.0 * best / wall), busy
+        return governor_core.window_load(
+            policy.cores, self._busy, self._window_start, policy.cpu.env.now
+        )
 
     def on_busy(self, policy: FreqPolicy) -> None:
         if self._timer is None:
@@ -444,31 +424,7 @@ class Interactive(_Windowed):
     def choose_freq(self, policy: FreqPolicy, loadadjfreq: float) -> int:
         """The kernel's choose_freq: the lowest step whose target load the load at that
         step meets, found by the same bracketing iteration."""
-        opp = policy.opp
-        freq = policy._target
-        loads = self.target_loads
-        flat = loads[0][1] if len(loads) == 1 else None  # one target load: no lookup
-        freqmin, freqmax = 0, 1 << 40
-        while True:
-            prevfreq = freq
-            tl = flat if flat is not None else _lookup(loads, freq)
-            freq = opp.at_least(loadadjfreq / tl)
-            if freq > prevfreq:
-                freqmin = prevfreq
-                if freq >= freqmax:
-                    freq = opp.at_most(freqmax - 1)
-                    if freq == freqmin:
-                        freq = freqmax
-                        break
-            elif freq < prevfreq:
-                freqmax = prevfreq
-                if freq <= freqmin:
-                    freq = opp.at_least(freqmin + 1)
-                    if freq == freqmax:
-                        break
-            if freq == prevfreq:
-                break
-        return min(freq, opp.max_khz)
+        return governor_core.choose_freq(policy.opp, policy._target, self.target_loads, loadadjfreq)
 
     def _sample(self, policy: FreqPolicy, load: float) -> None:
         now = policy.cpu.env.now
