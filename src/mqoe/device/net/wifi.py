@@ -29,6 +29,7 @@ import random
 
 from mqoe.device.net.link import Link, Packet
 from mqoe.engine import Environment
+from mqoe.engine.process import Scheduled
 
 # 802.11n, 5 GHz, 20 MHz, one spatial stream (IEEE 802.11-2012 §20; the overhead terms as
 # in Bianchi, JSAC 2000, and Jun et al., "Theoretical maximum throughput of IEEE 802.11",
@@ -76,8 +77,14 @@ class WifiInterface(Link):
         return bool(self._queue)
 
 
-class WifiMedium:
-    """One channel shared by an AP and its stations; see the module docstring."""
+class WifiMedium(Scheduled):
+    """One channel shared by an AP and its stations; see the module docstring.
+
+    The medium is itself the heap's item for the end of what is on the air (one thing at
+    a time: a frame, or a collision): no Timer, bound method or tuple per frame, and the
+    same instant and insertion order as ``env.schedule(airtime, self._sent, (iface,
+    packet))`` (``self._idle`` after a collision).
+    """
 
     def __init__(
         self,
@@ -100,6 +107,9 @@ class WifiMedium:
         self._ns_per_byte = 8e9 / phy_rate_bps
         self.interfaces: list[WifiInterface] = []
         self._busy = False
+        # What is on the air: a frame of this interface, or (None) a collision.
+        self._on_air: WifiInterface | None = None
+        self._frame: Packet | None = None
         self._turn = 0  # round-robin position: who gets the next opportunity
         self.busy_ns = 0
 
@@ -137,7 +147,9 @@ class WifiMedium:
         iface.frames += 1
         self.busy_ns += airtime
         self._busy = True
-        self.env.schedule(airtime, self._sent, (iface, packet))
+        self._on_air = iface
+        self._frame = packet
+        self.env._push_event(airtime, self)  # → _sent(iface, packet)
 
     def _contend(self, rng: random.Random) -> None:
         """One DCF contention round among the backlogged transmitters (no allocation
@@ -185,17 +197,29 @@ class WifiMedium:
             iface.backoff = -1
         self.busy_ns += airtime
         self._busy = True
-        self.env.schedule(airtime, self._idle, None)
+        self._on_air = None
+        self.env._push_event(airtime, self)  # → _idle()
 
     def _frame_ns(self, size_bytes: int) -> int:
         return PREAMBLE_NS + round((size_bytes + self.mac_header_bytes) * self._ns_per_byte)
 
-    def _idle(self, _: object) -> None:
+    def _trigger(self) -> None:
+        """The frame or collision on the air has ended."""
+        iface = self._on_air
+        if iface is None:
+            self._idle()
+            return
+        packet = self._frame
+        assert packet is not None
+        self._on_air = None
+        self._frame = None
+        self._sent(iface, packet)
+
+    def _idle(self) -> None:
         self._busy = False
         self.kick()
 
-    def _sent(self, item: tuple[WifiInterface, Packet]) -> None:
-        iface, packet = item
+    def _sent(self, iface: WifiInterface, packet: Packet) -> None:
         iface.packets_forwarded += 1
         iface.bytes_forwarded += packet.size
         iface.propagation.put(packet)
