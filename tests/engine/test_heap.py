@@ -52,10 +52,11 @@ def test_tuples_pushed_with_heapq_from_outside_fire_in_key_order(
     events: list[tuple[int, bool, int]],
 ) -> None:
     """Code outside the kernel may still push (time, priority, seq, timer) on
-    ``env._heap`` with heapq (the CPU scheduler's inlined schedule): such timers fire
-    exactly where ``env.schedule`` would have put them, also when pushed by a callback."""
+    ``env._heap`` with heapq (the CPU scheduler's inlined schedule), or hand its own timer
+    to ``env._push_timer``: such timers fire exactly where ``env.schedule`` would have put
+    them, also when pushed by a callback."""
 
-    def replay(outside: bool) -> list[tuple[int, int]]:
+    def replay(outside: str) -> list[tuple[int, int]]:
         env = Environment()
         fired: list[tuple[int, int]] = []
 
@@ -63,7 +64,9 @@ def test_tuples_pushed_with_heapq_from_outside_fire_in_key_order(
             fired.append((env.now, i))
 
         def add(i: int, delay: int, priority: int) -> None:
-            if outside and i % 2:  # as mqoe.device.cpu.switch does
+            if outside == "push_timer" and i % 2:
+                env._push_timer(Timer(env.now + delay, fire, i), priority)
+            elif outside == "heapq" and i % 2:  # as mqoe.device.cpu.switch does
                 env._seq += 1
                 heapq.heappush(env._heap, (env.now + delay, priority, env._seq, Timer(0, fire, i)))
             else:
@@ -77,7 +80,9 @@ def test_tuples_pushed_with_heapq_from_outside_fire_in_key_order(
         env.run()
         return fired
 
-    assert replay(outside=True) == replay(outside=False)
+    expected = replay(outside="")
+    assert replay(outside="heapq") == expected
+    assert replay(outside="push_timer") == expected
 
 
 def test_peek_and_step_see_tuples_pushed_from_outside() -> None:

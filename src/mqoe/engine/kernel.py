@@ -201,6 +201,13 @@ class Environment:
         self._seq = seq
         _heappush(self._events, _Entry(self.now + delay_ns, NORMAL, seq, event))
 
+    def _push_timer(self, timer: Timer, priority: int = NORMAL) -> None:
+        """Put a timer made by the caller in the heap at its ``time_ns`` (not before now),
+        ordered as ``schedule`` would order it (the CPU scheduler's inlined schedule)."""
+        seq = self._seq + 1
+        self._seq = seq
+        _heappush(self._events, _Entry(timer.time_ns, priority, seq, timer))
+
     def _take_inbox(self) -> None:
         """Move the tuples pushed on ``_heap`` from outside into the heap (all of them:
         they are ordered by their keys there, wherever they sat in the list)."""
@@ -300,7 +307,7 @@ class DelayLine(Scheduled, Generic[T]):
     so that an item would overtake the last one in line, it gets a timer of its own.
     """
 
-    __slots__ = ("_deliver", "_env", "_line", "delay_ns")
+    __slots__ = ("_append", "_deliver", "_env", "_line", "_popleft", "delay_ns")
 
     def __init__(self, env: Environment, delay_ns: int, deliver: Callable[[T], None]) -> None:
         if delay_ns < 0:
@@ -310,6 +317,9 @@ class DelayLine(Scheduled, Generic[T]):
         self._deliver = deliver
         # (arrival time, insertion number, item), in arrival order.
         self._line: deque[tuple[int, int, T]] = deque()
+        # Its methods, looked up once (compiled, a deque's are looked up by name per call).
+        self._append = self._line.append
+        self._popleft = self._line.popleft
 
     def __len__(self) -> int:
         return len(self._line)
@@ -323,13 +333,13 @@ class DelayLine(Scheduled, Generic[T]):
             return
         seq = env._seq + 1
         env._seq = seq
-        line.append((time_ns, seq, item))
+        self._append((time_ns, seq, item))
         if len(line) == 1:
             _heappush(env._events, _Entry(time_ns, NORMAL, seq, self))
 
     def _trigger(self) -> None:
         line = self._line
-        item = line.popleft()[2]
+        item = self._popleft()[2]
         if line:
             time_ns, seq, _ = line[0]
             _heappush(self._env._events, _Entry(time_ns, NORMAL, seq, self))
