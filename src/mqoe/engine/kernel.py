@@ -67,10 +67,11 @@ def _before(a: _Entry, b: _Entry) -> bool:
     return a.seq < b.seq
 
 
-# The binary heap of heapq (heappush, heappop and their sifts, same layout), on entries.
+# The binary heap of heapq (heappush, heappop and their sifts: the same layout), on
+# entries; the entry being placed is passed along rather than read back from the list.
 def _heappush(heap: list[_Entry], entry: _Entry) -> None:
     heap.append(entry)
-    _sift_down(heap, 0, len(heap) - 1)
+    _sift_down(heap, 0, len(heap) - 1, entry)
 
 
 def _heappop(heap: list[_Entry]) -> _Entry:
@@ -78,40 +79,47 @@ def _heappop(heap: list[_Entry]) -> _Entry:
     if not heap:
         return last
     top = heap[0]
-    heap[0] = last
-    _sift_up(heap, 0)
+    _sift_up(heap, 0, last)
     return top
 
 
-def _sift_down(heap: list[_Entry], start: int, pos: int) -> None:
-    """Move the entry at ``pos`` towards the root (``start``) to its place."""
-    entry = heap[pos]
+def _sift_down(heap: list[_Entry], start: int, pos: int, entry: _Entry) -> None:
+    """Put ``entry``, meant for slot ``pos``, there or on the way to the root ``start``
+    where it belongs (heapq's ``_siftdown``)."""
+    time_ns = entry.time_ns
     while pos > start:
         parent_pos = (pos - 1) >> 1
         parent = heap[parent_pos]
-        if not _before(entry, parent):
+        # Not _before(entry, parent): the times first, inline (they nearly always differ).
+        if time_ns > parent.time_ns or (time_ns == parent.time_ns and not _before(entry, parent)):
             break
         heap[pos] = parent
         pos = parent_pos
     heap[pos] = entry
 
 
-def _sift_up(heap: list[_Entry], pos: int) -> None:
-    """Move the smaller child up until a leaf is free at ``pos``'s subtree, put the entry
-    there and sift it back down (heapq's bottom-up variant: fewer comparisons)."""
+def _sift_up(heap: list[_Entry], pos: int, entry: _Entry) -> None:
+    """Fill slot ``pos`` with ``entry``: the smaller child moves up until a leaf is free,
+    then the entry sifts down from there (heapq's bottom-up ``_siftup``: fewer
+    comparisons)."""
     end = len(heap)
     start = pos
-    entry = heap[pos]
     child = 2 * pos + 1
     while child < end:
+        smaller = heap[child]
         right = child + 1
-        if right < end and not _before(heap[child], heap[right]):
-            child = right
-        heap[pos] = heap[child]
+        if right < end:
+            other = heap[right]
+            # Not _before(smaller, other), the times first as in _sift_down.
+            if smaller.time_ns > other.time_ns or (
+                smaller.time_ns == other.time_ns and not _before(smaller, other)
+            ):
+                child = right
+                smaller = other
+        heap[pos] = smaller
         pos = child
         child = 2 * pos + 1
-    heap[pos] = entry
-    _sift_down(heap, start, pos)
+    _sift_down(heap, start, pos, entry)
 
 
 class Timer(Scheduled):
