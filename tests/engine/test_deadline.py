@@ -98,10 +98,10 @@ def test_a_deadline_pushed_back_keeps_one_heap_entry() -> None:
     for _ in range(100):  # re-armed every ns, 200 ns ahead: one entry, not 100
         deadline.set(200)
         env.run(until_ns=env.now + 1)
-    assert len(env._heap) == 1
+    assert len(env._events) == 1
     env.run()
     assert fired == [99 + 200]
-    assert not env._heap and not deadline.active
+    assert not env._events and not deadline.active
 
 
 def test_a_deadline_brought_forward_fires_at_the_earlier_instant_once() -> None:

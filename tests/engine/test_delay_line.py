@@ -61,10 +61,10 @@ def test_only_the_first_item_in_flight_holds_a_heap_entry() -> None:
     for i in range(50):
         line.put(i)
         env.run(until_ns=env.now + 1)
-    assert len(line) == 50 and len(env._heap) == 1
+    assert len(line) == 50 and len(env._events) == 1
     env.run()
     assert got == [(100 + i, i) for i in range(50)]
-    assert len(line) == 0 and not env._heap
+    assert len(line) == 0 and not env._events
 
 
 def test_a_negative_delay_is_refused() -> None:

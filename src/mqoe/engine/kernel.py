@@ -16,13 +16,19 @@ insertion number a fresh timer would have had, so cancelled timers do not pile u
 heap (at 500 Mbit/s they were 99% of its ~1000 entries, and every push and pop paid
 for them in tuple comparisons).
 
+The heap is written here rather than taken from :mod:`heapq`: its entries are
+:class:`_Entry` objects whose keys, compiled, compare as native ints (heapq compared
+``(time, priority, seq, item)`` tuples element by element through the generic object
+comparison, a fifth of a Wi-Fi run's time). Code outside the kernel that still pushes
+such tuples on ``Environment._heap`` with heapq is served: that list is drained into the
+heap before every event is taken (:meth:`Environment._take_inbox`).
+
 This module is compiled with mypyc when the package is built with it (``setup.py``);
 the Python source is the reference and runs identically without it.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Final, Generic, TypeVar
@@ -37,8 +43,83 @@ _FOREVER: Final = (1 << 62) - 1  # run() without a limit: later than any event
 
 Callback = Callable[[Any], None]
 T = TypeVar("T")
-_heappush = heapq.heappush  # a global read less on every event scheduled
-_heappop = heapq.heappop
+
+
+class _Entry:
+    """One entry of the event heap: ``item`` fires at ``time_ns``; ties are broken by
+    ``priority`` then the insertion number ``seq`` (unique, so the order is total)."""
+
+    __slots__ = ("item", "priority", "seq", "time_ns")
+
+    def __init__(self, time_ns: int, priority: int, seq: int, item: Scheduled) -> None:
+        self.time_ns = time_ns
+        self.priority = priority
+        self.seq = seq
+        self.item = item
+
+
+def _before(a: _Entry, b: _Entry) -> bool:
+    """``a`` comes first: the order of the tuples (time_ns, priority, seq)."""
+    if a.time_ns != b.time_ns:
+        return a.time_ns < b.time_ns
+    if a.priority != b.priority:
+        return a.priority < b.priority
+    return a.seq < b.seq
+
+
+# The binary heap of heapq (heappush, heappop and their sifts: the same layout), on
+# entries; the entry being placed is passed along rather than read back from the list.
+def _heappush(heap: list[_Entry], entry: _Entry) -> None:
+    heap.append(entry)
+    _sift_down(heap, 0, len(heap) - 1, entry)
+
+
+def _heappop(heap: list[_Entry]) -> _Entry:
+    last = heap.pop()  # IndexError on an empty heap, as heapq
+    if not heap:
+        return last
+    top = heap[0]
+    _sift_up(heap, 0, last)
+    return top
+
+
+def _sift_down(heap: list[_Entry], start: int, pos: int, entry: _Entry) -> None:
+    """Put ``entry``, meant for slot ``pos``, there or on the way to the root ``start``
+    where it belongs (heapq's ``_siftdown``)."""
+    time_ns = entry.time_ns
+    while pos > start:
+        parent_pos = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        # Not _before(entry, parent): the times first, inline (they nearly always differ).
+        if time_ns > parent.time_ns or (time_ns == parent.time_ns and not _before(entry, parent)):
+            break
+        heap[pos] = parent
+        pos = parent_pos
+    heap[pos] = entry
+
+
+def _sift_up(heap: list[_Entry], pos: int, entry: _Entry) -> None:
+    """Fill slot ``pos`` with ``entry``: the smaller child moves up until a leaf is free,
+    then the entry sifts down from there (heapq's bottom-up ``_siftup``: fewer
+    comparisons)."""
+    end = len(heap)
+    start = pos
+    child = 2 * pos + 1
+    while child < end:
+        smaller = heap[child]
+        right = child + 1
+        if right < end:
+            other = heap[right]
+            # Not _before(smaller, other), the times first as in _sift_down.
+            if smaller.time_ns > other.time_ns or (
+                smaller.time_ns == other.time_ns and not _before(smaller, other)
+            ):
+                child = right
+                smaller = other
+        heap[pos] = smaller
+        pos = child
+        child = 2 * pos + 1
+    _sift_down(heap, start, pos, entry)
 
 
 class Timer(Scheduled):
@@ -66,13 +147,13 @@ class Timer(Scheduled):
             callback(self.arg)
 
 
-def _stale(entry: tuple[int, int, int, Scheduled]) -> bool:
+def _stale(entry: _Entry) -> bool:
     """An entry that fires nothing: a cancelled timer, or a deadline's moved-on entry."""
-    item = entry[3]
+    item = entry.item
     if isinstance(item, Timer):
         return item.callback is None
     if isinstance(item, Deadline):
-        return not item._is_due(entry[0], entry[2])
+        return not item._is_due(entry.time_ns, entry.seq)
     return False
 
 
@@ -82,15 +163,18 @@ class Environment:
     ``seed`` derives every random stream (:meth:`rng`); ``trace`` turns the recorder on.
     """
 
-    __slots__ = ("_heap", "_seq", "now", "streams", "trace")
+    __slots__ = ("_events", "_heap", "_seq", "now", "streams", "trace")
 
     def __init__(self, seed: object = 0, *, trace: bool = False) -> None:
         # Current simulated time in nanoseconds. A plain slot rather than a read-only
         # property: models read it on every event, and a property costs ~8× the read.
         # Only the kernel advances it.
         self.now = 0
-        # (time_ns, priority, insertion number, item): unique keys, so the heap's
-        # layout never changes the order.
+        # The event heap, keyed by (time_ns, priority, insertion number): unique keys,
+        # so the heap's layout never changes the order.
+        self._events: list[_Entry] = []
+        # Entries as (time_ns, priority, insertion number, item) tuples that code outside
+        # the kernel pushed with heapq: moved to the heap before the next event is taken.
         self._heap: list[tuple[int, int, int, Scheduled]] = []
         self._seq = 0
         self.streams = RandomStreams(seed)
@@ -115,7 +199,7 @@ class Environment:
         timer = Timer(time_ns, callback, arg)
         seq = self._seq + 1
         self._seq = seq
-        _heappush(self._heap, (time_ns, priority, seq, timer))
+        _heappush(self._events, _Entry(time_ns, priority, seq, timer))
         return timer
 
     def _push_event(self, delay_ns: int, event: Scheduled) -> None:
@@ -123,7 +207,22 @@ class Environment:
         scheduled now would be (for items that fire themselves: no Timer, no callback)."""
         seq = self._seq + 1
         self._seq = seq
-        _heappush(self._heap, (self.now + delay_ns, NORMAL, seq, event))
+        _heappush(self._events, _Entry(self.now + delay_ns, NORMAL, seq, event))
+
+    def _push_timer(self, timer: Timer, priority: int = NORMAL) -> None:
+        """Put a timer made by the caller in the heap at its ``time_ns`` (not before now),
+        ordered as ``schedule`` would order it (the CPU scheduler's inlined schedule)."""
+        seq = self._seq + 1
+        self._seq = seq
+        _heappush(self._events, _Entry(timer.time_ns, priority, seq, timer))
+
+    def _take_inbox(self) -> None:
+        """Move the tuples pushed on ``_heap`` from outside into the heap (all of them:
+        they are ordered by their keys there, wherever they sat in the list)."""
+        events = self._events
+        for time_ns, priority, seq, item in self._heap:
+            _heappush(events, _Entry(time_ns, priority, seq, item))
+        self._heap.clear()
 
     def schedule_at(
         self, time_ns: int, callback: Callback, arg: Any = None, priority: int = NORMAL
@@ -133,45 +232,54 @@ class Environment:
 
     def peek(self) -> int | None:
         """Time of the next live event, or None when nothing is scheduled."""
-        heap = self._heap
+        heap = self._events
+        if self._heap:
+            self._take_inbox()
         while heap and _stale(heap[0]):
             self._drop_stale(_heappop(heap))
-        return heap[0][0] if heap else None
+        return heap[0].time_ns if heap else None
 
     def step(self) -> bool:
         """Process one live event; False when the heap is empty."""
-        heap = self._heap
+        heap = self._events
+        if self._heap:
+            self._take_inbox()
         while heap:
             entry = _heappop(heap)
             if _stale(entry):
                 self._drop_stale(entry)
                 continue
-            self.now = entry[0]
-            entry[3]._trigger()
+            self.now = entry.time_ns
+            entry.item._trigger()
             return True
         return False
 
-    def _drop_stale(self, entry: tuple[int, int, int, Scheduled]) -> None:
-        item = entry[3]
+    def _drop_stale(self, entry: _Entry) -> None:
+        item = entry.item
         if isinstance(item, Deadline):
             item._passed()  # puts its live key (if any) in the heap
 
     def run(self, until_ns: int | None = None) -> None:
         """Process events with time < ``until_ns`` (all of them if None); then now = until."""
-        heap = self._heap
+        heap = self._events
+        inbox = self._heap
         limit = until_ns if until_ns is not None else _FOREVER
         if limit < self.now:
             raise ValueError(f"until ({limit} ns) lies before now ({self.now} ns)")
-        while heap:
+        while True:
+            if inbox:
+                self._take_inbox()
+            if not heap:
+                break
             # Pop first, put back the one entry past the limit: a test fewer per event
             # (entries are unique, so the heap's layout never changes the order).
             entry = _heappop(heap)
-            time_ns = entry[0]
+            time_ns = entry.time_ns
             if time_ns >= limit:
                 _heappush(heap, entry)
                 break
             self.now = time_ns
-            entry[3]._trigger()  # a cancelled Timer does nothing
+            entry.item._trigger()  # a cancelled Timer does nothing
         if until_ns is not None:
             self.now = until_ns
 
@@ -189,7 +297,7 @@ class Environment:
         event.value = value
         seq = self._seq + 1
         self._seq = seq
-        _heappush(self._heap, (self.now + delay_ns, NORMAL, seq, event))
+        _heappush(self._events, _Entry(self.now + delay_ns, NORMAL, seq, event))
         return event
 
     def process(self, generator: Generator[Event, Any, Any], name: str = "") -> Process:
@@ -207,7 +315,7 @@ class DelayLine(Scheduled, Generic[T]):
     so that an item would overtake the last one in line, it gets a timer of its own.
     """
 
-    __slots__ = ("_deliver", "_env", "_line", "delay_ns")
+    __slots__ = ("_append", "_deliver", "_env", "_line", "_popleft", "delay_ns")
 
     def __init__(self, env: Environment, delay_ns: int, deliver: Callable[[T], None]) -> None:
         if delay_ns < 0:
@@ -217,6 +325,9 @@ class DelayLine(Scheduled, Generic[T]):
         self._deliver = deliver
         # (arrival time, insertion number, item), in arrival order.
         self._line: deque[tuple[int, int, T]] = deque()
+        # Its methods, looked up once (compiled, a deque's are looked up by name per call).
+        self._append = self._line.append
+        self._popleft = self._line.popleft
 
     def __len__(self) -> int:
         return len(self._line)
@@ -230,16 +341,16 @@ class DelayLine(Scheduled, Generic[T]):
             return
         seq = env._seq + 1
         env._seq = seq
-        line.append((time_ns, seq, item))
+        self._append((time_ns, seq, item))
         if len(line) == 1:
-            _heappush(env._heap, (time_ns, NORMAL, seq, self))
+            _heappush(env._events, _Entry(time_ns, NORMAL, seq, self))
 
     def _trigger(self) -> None:
         line = self._line
-        item = line.popleft()[2]
+        item = self._popleft()[2]
         if line:
             time_ns, seq, _ = line[0]
-            _heappush(self._env._heap, (time_ns, NORMAL, seq, self))
+            _heappush(self._env._events, _Entry(time_ns, NORMAL, seq, self))
         self._deliver(item)
 
 
@@ -288,7 +399,7 @@ class Deadline(Scheduled):
     def _push(self, time_ns: int, seq: int) -> None:
         self._queued_time.append(time_ns)
         self._queued_seq.append(seq)
-        _heappush(self._env._heap, (time_ns, NORMAL, seq, self))
+        _heappush(self._env._events, _Entry(time_ns, NORMAL, seq, self))
 
     def _is_due(self, time_ns: int, seq: int) -> bool:
         return self.active and self.seq == seq and self.time_ns == time_ns

@@ -129,7 +129,8 @@ class ProcessNeed:
     def add(self, need: int) -> None:
         if not self.samples or need < self.min_bytes:
             self.min_bytes = need
-        self.max_bytes = max(self.max_bytes, need)
+        if need > self.max_bytes:
+            self.max_bytes = need
         self.samples += 1
         self.total += need
 
@@ -154,7 +155,10 @@ class NeedTracer:
     def observe(self, now_ns: int, pid: int, sock: int, unread_bytes: int) -> int:
         """Record one sample; returns the socket's need (bytes)."""
         need = 2 * unread_bytes
-        self.processes.setdefault(pid, ProcessNeed()).add(need)
+        stats = self.processes.get(pid)
+        if stats is None:  # (not setdefault: that would build a ProcessNeed per sample)
+            stats = self.processes[pid] = ProcessNeed()
+        stats.add(need)
         recent = self._recent.get(sock)
         if recent is None:
             recent = self._recent[sock] = deque(maxlen=self.peak_samples)
@@ -284,56 +288,88 @@ class SocketSettings:
         return self.window_clamp_bytes is None and self.delack_bytes is None
 
 
+# One decision as plain values, in :class:`SocketSettings`' field order: buffer, window
+# clamp, delayed-ACK bound, ATO, case 1, case 2.
+Decision = tuple[int, int | None, int | None, int | None, bool, bool]
+
+
 class Allocator:
-    """NetPIS-R for one variant: ``decide(observation) -> settings``."""
+    """NetPIS-R for one variant: ``decide(observation) -> settings``.
+
+    :meth:`decide_values` is the same decision on plain values, for a caller deciding
+    every few milliseconds (no observation or settings object per decision)."""
 
     def __init__(self, variant: Variant | str, params: NetPisParams | None = None) -> None:
         self.variant = Variant.named(variant) if isinstance(variant, str) else variant
         self.params = params or NetPisParams()
 
     def decide(self, obs: SocketObservation) -> SocketSettings:
-        p, v = self.params, self.variant
-        controlled = not obs.exempt and (v.control_fg if obs.foreground else v.control_bg)
-        if not controlled or (not obs.foreground and not obs.foreground_exists):
-            own = p.kernel_rcvbuf_bytes if obs.own_rcvbuf_bytes is None else obs.own_rcvbuf_bytes
-            return _move(obs, own, None)  # left alone, or handed back as it was
-        if obs.foreground:  # favoured: never below the kernel's size, more if it needs it
-            need = max(obs.need_bytes, obs.process_max_need_bytes)
-            target = max(p.kernel_rcvbuf_bytes, round(need * (1 + p.alpha)))
-        else:
-            target = round(obs.need_bytes * (1 - p.beta))
-        target = min(max(target, p.min_rcvbuf_bytes), p.max_rcvbuf_bytes)
-        settings = _move(obs, target, target)
-        if not (v.delayed_ack and not obs.foreground):
-            return settings
-        usable = settings.rcvbuf_bytes  # during case 2 the sender sees the clamp, not it
-        if settings.window_clamp_bytes is not None:
-            usable = min(usable, settings.window_clamp_bytes)
-        bound = max(p.size_obf_bytes, round(p.gamma * usable))
-        ato = min(p.max_ato_ns, round(bound / p.size_obf_bytes * p.ato_o_ns))
         return SocketSettings(
-            settings.rcvbuf_bytes,
-            settings.window_clamp_bytes,
-            bound,
-            ato,
-            settings.case1,
-            settings.case2,
+            *self.decide_values(
+                obs.need_bytes,
+                obs.rcvbuf_bytes,
+                obs.window_clamp_bytes,
+                obs.committed_bytes,
+                obs.foreground,
+                obs.foreground_exists,
+                obs.exempt,
+                obs.process_max_need_bytes,
+                obs.own_rcvbuf_bytes,
+            )
         )
 
+    def decide_values(
+        self,
+        need_bytes: int,
+        rcvbuf_bytes: int,
+        window_clamp_bytes: int | None,
+        committed_bytes: int,
+        foreground: bool,
+        foreground_exists: bool,
+        exempt: bool = False,
+        process_max_need_bytes: int = 0,
+        own_rcvbuf_bytes: int | None = None,
+    ) -> Decision:
+        """:meth:`decide` on the fields of a :class:`SocketObservation` (same names)."""
+        p, v = self.params, self.variant
+        controlled = not exempt and (v.control_fg if foreground else v.control_bg)
+        if not controlled or (not foreground and not foreground_exists):
+            own = p.kernel_rcvbuf_bytes if own_rcvbuf_bytes is None else own_rcvbuf_bytes
+            # left alone, or handed back as it was
+            return _move(rcvbuf_bytes, window_clamp_bytes, committed_bytes, own, None)
+        if foreground:  # favoured: never below the kernel's size, more if it needs it
+            need = max(need_bytes, process_max_need_bytes)
+            target = max(p.kernel_rcvbuf_bytes, round(need * (1 + p.alpha)))
+        else:
+            target = round(need_bytes * (1 - p.beta))
+        target = min(max(target, p.min_rcvbuf_bytes), p.max_rcvbuf_bytes)
+        settings = _move(rcvbuf_bytes, window_clamp_bytes, committed_bytes, target, target)
+        if not (v.delayed_ack and not foreground):
+            return settings
+        buffer, clamp, _, _, case1, case2 = settings
+        usable = buffer  # during case 2 the sender sees the clamp, not it
+        if clamp is not None:
+            usable = min(usable, clamp)
+        bound = max(p.size_obf_bytes, round(p.gamma * usable))
+        ato = min(p.max_ato_ns, round(bound / p.size_obf_bytes * p.ato_o_ns))
+        return (buffer, clamp, bound, ato, case1, case2)
 
-def _move(obs: SocketObservation, buffer: int, window: int | None) -> SocketSettings:
-    """One step towards (buffer, window clamp) honouring the case-1 / case-2 ordering."""
-    current = obs.rcvbuf_bytes
-    clamp = obs.window_clamp_bytes
+
+def _move(
+    current: int, clamp: int | None, committed: int, buffer: int, window: int | None
+) -> Decision:
+    """One step from the socket's buffer ``current`` and window clamp ``clamp`` towards
+    (``buffer``, ``window``) honouring the case-1 / case-2 ordering (``committed``: the
+    observation's ``committed_bytes``)."""
     if buffer > current:  # case 1: the buffer first, the window clamp stays for now
-        return SocketSettings(buffer, clamp, case1=clamp is not None and clamp < buffer)
+        return (buffer, clamp, None, None, clamp is not None and clamp < buffer, False)
     if buffer == current:  # buffer in place: the window may follow
-        return SocketSettings(buffer, window)
+        return (buffer, window, None, None, False, False)
     # case 2: the window first; the buffer once nothing promised exceeds the new size
     effective = buffer if window is None else window
-    if (clamp is None or clamp > effective) or obs.committed_bytes > buffer:
-        return SocketSettings(current, effective, case2=True)
-    return SocketSettings(buffer, window)
+    if (clamp is None or clamp > effective) or committed > buffer:
+        return (current, effective, None, None, False, True)
+    return (buffer, window, None, None, False, False)
 
 
 def settings_changed(obs: SocketObservation, settings: SocketSettings) -> bool:

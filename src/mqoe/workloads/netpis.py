@@ -48,7 +48,7 @@ from mqoe.policies.netpis import (
     NeedTracer,
     NetPisParams,
     ProcInfo,
-    SocketObservation,
+    SocketRole,
     classify,
     foreground_pid,
 )
@@ -158,6 +158,15 @@ class Controller:
         self.exceptions = tuple(x.strip() for x in params.exceptions.split(",") if x.strip())
         self._last_bytes: dict[int, int] = {}
         self._active_ns: dict[int, int] = {}
+        # NetPIS-S's view of the process table, rebuilt only when the table changes
+        # (_processes), and the socket roles classified from it with the owners they were
+        # classified for.
+        self._alive: list[Process] | None = None
+        self._adj_seq = -1
+        self._procs: list[ProcInfo] = []
+        self._fg: int | None = None
+        self._owners: dict[int, int] | None = None
+        self._roles: dict[int, SocketRole] = {}
         self.decisions = 0
         self.stopped = False
         env.schedule(0, self._tick)
@@ -165,58 +174,76 @@ class Controller:
     def sockets(self) -> list[Connection]:
         return [c for c in self.net.connections if c.owner_pid >= 0]
 
+    def _processes(self) -> list[ProcInfo]:
+        """The living processes as NetPIS-S sees them. The table hands out a new list of
+        the living whenever a process is spawned or killed, and counts every change of an
+        oom_score_adj (pids, parents and names never change): while neither moved, the
+        last list still holds."""
+        table = self.phone.processes
+        alive = table.alive
+        if alive is not self._alive or table._adj_seq != self._adj_seq:
+            self._alive = alive  # held, so a new list cannot reuse its identity
+            self._adj_seq = table._adj_seq
+            self._procs = [ProcInfo(p.pid, p.ppid, p.name, p.oom_score_adj) for p in alive]
+            self._fg = foreground_pid(self._procs)
+            self._owners = None  # classify again
+        return self._procs
+
     def _tick(self, _: object) -> None:
         now = self.env.now
-        procs = [
-            ProcInfo(p.pid, p.ppid, p.name, p.oom_score_adj) for p in self.phone.processes.alive
-        ]
+        procs = self._processes()
         socks = self.sockets()
-        fg = foreground_pid(procs)
+        fg = self._fg
+        idle_ns = self.idle_ns
+        last_bytes, active_ns, tracer = self._last_bytes, self._active_ns, self.tracer
         fg_exists = False
         for conn in socks:
             key = id(conn)
             got = conn.receiver.bytes_received
-            if got != self._last_bytes.get(key, 0):
-                self._last_bytes[key] = got
-                self._active_ns[key] = now
-            if (
-                conn.owner_pid == fg
-                and now - self._active_ns.get(key, -self.idle_ns) < self.idle_ns
-            ):
+            if got != last_bytes.get(key, 0):
+                last_bytes[key] = got
+                active_ns[key] = now
+            if conn.owner_pid == fg and now - active_ns.get(key, -idle_ns) < idle_ns:
                 fg_exists = True
-            self.tracer.observe(now, conn.owner_pid, key, conn.receiver.unread)
-        self.tracer.maybe_persist(now)
+            tracer.observe(now, conn.owner_pid, key, conn.receiver.unread)
+        tracer.maybe_persist(now)
         if self.apply:
-            roles = classify(procs, {id(c): c.owner_pid for c in socks}, self.exceptions)
+            owners = {id(c): c.owner_pid for c in socks}
+            if owners != self._owners:  # classify is a function of these and the table
+                self._roles = classify(procs, owners, self.exceptions)
+                self._owners = owners
+            roles = self._roles
             for conn in socks:
-                self._decide(conn, roles[id(conn)].foreground, roles[id(conn)].exempt, fg_exists)
+                role = roles[id(conn)]
+                self._decide(conn, role.foreground, role.exempt, fg_exists)
         if not self.stopped:
             self.env.schedule(self.period_ns, self._tick)
 
     def _decide(self, conn: Connection, foreground: bool, exempt: bool, fg_exists: bool) -> None:
         rcv = conn.receiver
-        obs = SocketObservation(
-            need_bytes=self.tracer.socket_need(id(conn)),
-            process_max_need_bytes=self.tracer.process_max(conn.owner_pid),
+        tracer = self.tracer
+        # Allocator.decide on a SocketObservation of these values, without building it.
+        rcvbuf, clamp, delack, ato, _, _ = self.allocator.decide_values(
+            need_bytes=tracer.socket_need(id(conn)),
             rcvbuf_bytes=rcv.rcvbuf_bytes,
             window_clamp_bytes=rcv.window_clamp,
             committed_bytes=rcv.committed_bytes,
-            own_rcvbuf_bytes=rcv.cfg.rcvbuf_bytes,
             foreground=foreground,
             foreground_exists=fg_exists,
             exempt=exempt,
+            process_max_need_bytes=tracer.process_max(conn.owner_pid),
+            own_rcvbuf_bytes=rcv.cfg.rcvbuf_bytes,
         )
-        s = self.allocator.decide(obs)
         self.decisions += 1
-        if s.rcvbuf_bytes > rcv.rcvbuf_bytes:  # case 1: buffer first, then the clamp
-            rcv.set_rcvbuf(s.rcvbuf_bytes)
-            rcv.set_window_clamp(s.window_clamp_bytes)
+        if rcvbuf > rcv.rcvbuf_bytes:  # case 1: buffer first, then the clamp
+            rcv.set_rcvbuf(rcvbuf)
+            rcv.set_window_clamp(clamp)
         else:  # case 2 (or no change): the clamp first, then the buffer
-            rcv.set_window_clamp(s.window_clamp_bytes)
-            if s.rcvbuf_bytes != rcv.rcvbuf_bytes:
-                rcv.set_rcvbuf(s.rcvbuf_bytes)
-        if s.delack_bytes != rcv.delack_bytes or s.ato_ns != rcv.ato_ns:
-            rcv.set_delayed_ack(s.delack_bytes, s.ato_ns)
+            rcv.set_window_clamp(clamp)
+            if rcvbuf != rcv.rcvbuf_bytes:
+                rcv.set_rcvbuf(rcvbuf)
+        if delack != rcv.delack_bytes or ato != rcv.ato_ns:
+            rcv.set_delayed_ack(delack, ato)
 
 
 def _network(phone: Phone, params: NetPisScenarioParams) -> tuple[Network, WifiMedium]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from mqoe.engine import DelayLine, Environment
 from mqoe.engine.process import Scheduled
 
-HEADER_BYTES = 40  # IPv4 + TCP headers without options (RFC 791, RFC 793)
+HEADER_BYTES: Final = 40  # IPv4 + TCP headers without options (RFC 791, RFC 793)
 
 
 class Packet:

@@ -26,21 +26,32 @@ Not modelled: A-MPDU aggregation, rate adaptation, power save, hidden terminals.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Final
 
 from mqoe.device.net.link import Link, Packet
 from mqoe.engine import Environment
+from mqoe.engine.process import Scheduled
 
 # 802.11n, 5 GHz, 20 MHz, one spatial stream (IEEE 802.11-2012 §20; the overhead terms as
 # in Bianchi, JSAC 2000, and Jun et al., "Theoretical maximum throughput of IEEE 802.11",
 # NCA 2003): DIFS 34 µs + mean backoff CWmin/2 × slot = 7.5 × 9 µs + HT-mixed PHY
 # preamble/header 40 µs, then SIFS 16 µs + the MAC ACK at a 24 Mbit/s basic rate (28 µs).
-DIFS_NS, SLOT_NS, PREAMBLE_NS, SIFS_NS, MAC_ACK_NS = 34_000, 9_000, 40_000, 16_000, 28_000
-CW_MIN, CW_MAX, RETRY_LIMIT = 15, 1023, 7  # 802.11 OFDM PHY; dot11ShortRetryLimit
-ACCESS_OVERHEAD_NS = DIFS_NS + CW_MIN * SLOT_NS // 2 + PREAMBLE_NS + SIFS_NS + MAC_ACK_NS
+# (Final: compiled, constants rather than a module-dict lookup on every frame.)
+DIFS_NS: Final = 34_000
+SLOT_NS: Final = 9_000
+PREAMBLE_NS: Final = 40_000
+SIFS_NS: Final = 16_000
+MAC_ACK_NS: Final = 28_000
+# 802.11 OFDM PHY; dot11ShortRetryLimit
+CW_MIN: Final = 15
+CW_MAX: Final = 1023
+RETRY_LIMIT: Final = 7
+ACCESS_OVERHEAD_NS: Final = DIFS_NS + CW_MIN * SLOT_NS // 2 + PREAMBLE_NS + SIFS_NS + MAC_ACK_NS
 # Without an ACK a sender waits SIFS + slot + PHY-RX-start delay (25 µs) before retrying.
-ACK_TIMEOUT_NS = SIFS_NS + SLOT_NS + 25_000
-MAC_HEADER_BYTES = 36  # 802.11 MAC header 24 + LLC/SNAP 8 + FCS 4
-PHY_RATE_BPS = 65e6  # MCS 7, one stream, 800 ns guard interval (a Galaxy Nexus-era phone)
+ACK_TIMEOUT_NS: Final = SIFS_NS + SLOT_NS + 25_000
+MAC_HEADER_BYTES: Final = 36  # 802.11 MAC header 24 + LLC/SNAP 8 + FCS 4
+PHY_RATE_BPS: Final = 65e6  # MCS 7, one stream, 800 ns guard interval (a Galaxy Nexus-era phone)
 
 
 class WifiInterface(Link):
@@ -76,8 +87,14 @@ class WifiInterface(Link):
         return bool(self._queue)
 
 
-class WifiMedium:
-    """One channel shared by an AP and its stations; see the module docstring."""
+class WifiMedium(Scheduled):
+    """One channel shared by an AP and its stations; see the module docstring.
+
+    The medium is itself the heap's item for the end of what is on the air (one thing at
+    a time: a frame, or a collision): no Timer, bound method or tuple per frame, and the
+    same instant and insertion order as ``env.schedule(airtime, self._sent, (iface,
+    packet))`` (``self._idle`` after a collision).
+    """
 
     def __init__(
         self,
@@ -91,6 +108,8 @@ class WifiMedium:
         if phy_rate_bps <= 0 or access_overhead_ns < 0 or mac_header_bytes < 0:
             raise ValueError("Wi-Fi needs a PHY rate > 0 and non-negative overheads")
         self.rng = rng
+        # rng.random, looked up once rather than on every backoff drawn.
+        self._random: Callable[[], float] | None = rng.random if rng is not None else None
         self.collisions = 0
         self.retry_drops = 0
         self.env = env
@@ -100,6 +119,9 @@ class WifiMedium:
         self._ns_per_byte = 8e9 / phy_rate_bps
         self.interfaces: list[WifiInterface] = []
         self._busy = False
+        # What is on the air: a frame of this interface, or (None) a collision.
+        self._on_air: WifiInterface | None = None
+        self._frame: Packet | None = None
         self._turn = 0  # round-robin position: who gets the next opportunity
         self.busy_ns = 0
 
@@ -119,8 +141,8 @@ class WifiMedium:
         """Start the next frame if the channel is idle and someone has one queued."""
         if self._busy:
             return
-        if self.rng is not None:
-            self._contend(self.rng)
+        if self._random is not None:
+            self._contend(self._random)
             return
         interfaces = self.interfaces
         n = len(interfaces)
@@ -137,9 +159,11 @@ class WifiMedium:
         iface.frames += 1
         self.busy_ns += airtime
         self._busy = True
-        self.env.schedule(airtime, self._sent, (iface, packet))
+        self._on_air = iface
+        self._frame = packet
+        self.env._push_event(airtime, self)  # → _sent(iface, packet)
 
-    def _contend(self, rng: random.Random) -> None:
+    def _contend(self, random: Callable[[], float]) -> None:
         """One DCF contention round among the backlogged transmitters (no allocation
         unless two counters tie)."""
         best = CW_MAX + 1
@@ -149,7 +173,7 @@ class WifiMedium:
             if not iface._queue:
                 continue
             if iface.backoff < 0:
-                iface.backoff = int(rng.random() * (iface.cw + 1))
+                iface.backoff = int(random() * (iface.cw + 1))
             if iface.backoff < best:
                 best, winner, tie = iface.backoff, iface, False
             elif iface.backoff == best:
@@ -185,17 +209,29 @@ class WifiMedium:
             iface.backoff = -1
         self.busy_ns += airtime
         self._busy = True
-        self.env.schedule(airtime, self._idle, None)
+        self._on_air = None
+        self.env._push_event(airtime, self)  # → _idle()
 
     def _frame_ns(self, size_bytes: int) -> int:
         return PREAMBLE_NS + round((size_bytes + self.mac_header_bytes) * self._ns_per_byte)
 
-    def _idle(self, _: object) -> None:
+    def _trigger(self) -> None:
+        """The frame or collision on the air has ended."""
+        iface = self._on_air
+        if iface is None:
+            self._idle()
+            return
+        packet = self._frame
+        assert packet is not None
+        self._on_air = None
+        self._frame = None
+        self._sent(iface, packet)
+
+    def _idle(self) -> None:
         self._busy = False
         self.kick()
 
-    def _sent(self, item: tuple[WifiInterface, Packet]) -> None:
-        iface, packet = item
+    def _sent(self, iface: WifiInterface, packet: Packet) -> None:
         iface.packets_forwarded += 1
         iface.bytes_forwarded += packet.size
         iface.propagation.put(packet)
