@@ -6,7 +6,6 @@ done, slice end, RT budget end). A mixin of :class:`~mqoe.device.cpu.sched.Cpu`.
 from __future__ import annotations
 
 import math
-from heapq import heappush
 from typing import TYPE_CHECKING
 
 from mypy_extensions import trait
@@ -28,7 +27,7 @@ from mqoe.device.cpu.sched_types import (
     Thread,
     ThreadState,
 )
-from mqoe.engine import NORMAL, Timer
+from mqoe.engine import Timer
 
 # The methods take ``self: Cpu``, the class that mixes them in, so their bodies are
 # checked against it; mypy allows such a self type only for protocols ([misc]).
@@ -376,11 +375,10 @@ class SwitchMixin:
             timer.cancel()
             core._timer = None
         if when != _NEVER:
-            # env.schedule(when - now, …), inlined: one timer per switch.
-            env = self.env
+            # env.schedule(when - now, …) without its checks and callback: one timer
+            # per switch.
             timer = core._timer = Timer(when, self._on_timer_cb, core)
-            env._seq += 1
-            heappush(env._heap, (when, NORMAL, env._seq, timer))
+            self.env._push_timer(timer)
 
     def _on_timer(self: Cpu, core: Core) -> None:
         core._timer = None

@@ -23,6 +23,7 @@ the Linux constants :mod:`mqoe.device.net.tcp_config`; all are importable from h
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from mqoe.device.net.link import Link, Packet, send
 from mqoe.device.net.tcp_cc import CONGESTION_CONTROLS, CongestionControl, Cubic, NewReno
@@ -53,7 +54,10 @@ __all__ = [
     "TcpSender",
 ]
 
-_IDLE, _BUSY, _RWND_LIMITED = 0, 1, 2  # the sender's chrono states
+# The sender's chrono states (Final: compiled code reads them as constants).
+_IDLE: Final = 0
+_BUSY: Final = 1
+_RWND_LIMITED: Final = 2
 
 
 class _Scoreboard:

@@ -5,7 +5,7 @@ delay-increase exit, and the registry :data:`CONGESTION_CONTROLS` that
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Final, Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from mqoe.device.net.tcp import TcpSender
 
 # HyStart's minimum RTT before its first sample (the sender's "infinite", 1 << 62 ns).
-_NO_RTT_SAMPLE_NS = float(1 << 62)
+_NO_RTT_SAMPLE_NS: Final = float(1 << 62)
 
 
 class CongestionControl(Protocol):

@@ -5,18 +5,18 @@ and the receiver (:mod:`mqoe.device.net.tcp_receiver`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from mqoe.device.net.tcp_cc import CONGESTION_CONTROLS
 from mqoe.engine import ms
 
 # Linux TCP constants (include/net/tcp.h).
-TCP_RTO_MIN_NS = ms(200)  # TCP_RTO_MIN
-TCP_RTO_MAX_NS = ms(120_000)  # TCP_RTO_MAX
-TCP_TIMEOUT_INIT_NS = ms(1000)  # TCP_TIMEOUT_INIT (RFC 6298 §2.1)
-TCP_ATO_MIN_NS = ms(40)  # TCP_ATO_MIN: delayed-ACK timeout
-_INFINITE = 1 << 62
-NO_TIMESTAMP = -1  # an ACK's timestamp echo when there is nothing to echo
+TCP_RTO_MIN_NS: Final = ms(200)  # TCP_RTO_MIN
+TCP_RTO_MAX_NS: Final = ms(120_000)  # TCP_RTO_MAX
+TCP_TIMEOUT_INIT_NS: Final = ms(1000)  # TCP_TIMEOUT_INIT (RFC 6298 §2.1)
+TCP_ATO_MIN_NS: Final = ms(40)  # TCP_ATO_MIN: delayed-ACK timeout
+_INFINITE: Final = 1 << 62
+NO_TIMESTAMP: Final = -1  # an ACK's timestamp echo when there is nothing to echo
 
 
 @dataclass(frozen=True)
