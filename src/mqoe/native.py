@@ -46,6 +46,7 @@ COMPILED = (
     "mqoe.device.zsmalloc",
     "mqoe.device.cpu.opp",
     "mqoe.device.cpu.governor_core",
+    "mqoe.device.net.network",
 )
 
 
