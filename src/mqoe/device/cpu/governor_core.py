@@ -33,14 +33,10 @@ def window_load(
     (``start_busy``: the CPUs' busy times then), and the CPUs' busy times now."""
     if len(cores) != len(start_busy):
         raise ValueError(f"{len(start_busy)} busy times for {len(cores)} CPUs")
-    busy: list[int] = []
+    busy = read_busy(cores, now)
     best = 0
     for i, core in enumerate(cores):
-        total = core._busy_total
-        if core.current is not None:
-            total += now - core._acct_t
-        busy.append(total)
-        ran = total - start_busy[i]
+        ran = busy[i] - start_busy[i]
         if ran > best and core.online:
             best = ran
     wall = now - window_start
