@@ -47,6 +47,7 @@ COMPILED = (
     "mqoe.device.cpu.opp",
     "mqoe.device.cpu.governor_core",
     "mqoe.device.net.network",
+    "mqoe.device.process",
 )
 
 
