@@ -13,7 +13,8 @@ venv: $(STAMP)
 # one of those sources rebuilds it (the tests refuse to run a stale build).
 NATIVE_SOURCES := $(shell sed -n 's/^    "\(mqoe[a-z_.]*\)",$$/src\/\1.py/p' src/mqoe/native.py | sed 's/\./\//g; s/\/py$$/.py/')
 
-$(STAMP): requirements.lock pyproject.toml setup.py src/mqoe/native.py $(NATIVE_SOURCES)
+$(STAMP): requirements.lock pyproject.toml setup.py src/mqoe/native.py $(NATIVE_SOURCES) \
+  src/mqoe/engine/_draws.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .

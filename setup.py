@@ -30,4 +30,31 @@ def compiled_extensions() -> list[Extension]:
     return extensions
 
 
-setup(ext_modules=compiled_extensions())
+def draws_extension() -> list[Extension]:
+    """``mqoe.engine._draws``: scalar draws through numpy's own C distributions
+    (``numpy/random/lib/libnpyrandom.a``, which numpy ships for such extensions); see
+    ``src/mqoe/engine/draws.py``. Optional like the rest: without it, the same draws
+    come from numpy's Generator methods."""
+    if os.environ.get("MQOE_PURE_PYTHON") == "1":
+        return []
+    try:
+        import numpy
+    except ImportError:  # an isolated build without numpy: the Python fallback
+        return []
+    library = Path(numpy.__file__).parent / "random" / "lib"
+    if not (library / "libnpyrandom.a").exists():
+        return []
+    return [
+        Extension(
+            "mqoe.engine._draws",
+            ["src/mqoe/engine/_draws.c"],
+            include_dirs=[numpy.get_include()],
+            library_dirs=[str(library)],
+            libraries=["npyrandom", "m"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        )
+    ]
+
+
+setup(ext_modules=compiled_extensions() + draws_extension())

@@ -29,6 +29,7 @@ from mqoe.device.phone import Phone
 from mqoe.device.process import Process
 from mqoe.engine import Event
 from mqoe.engine import Process as EngineProcess
+from mqoe.engine.draws import Draws
 
 MB_PAGES = 256
 _ALLOC_STEP_PAGES = MB_PAGES
@@ -147,7 +148,7 @@ class SystemService:
 
     def _work(self, thread: Thread) -> Generator[Event, object, None]:
         env, cpu, memory = self.phone.env, self.phone.cpu, self.phone.memory
-        spec, process, rng = self.spec, self.process, self._rng
+        spec, process, rng = self.spec, self.process, Draws(self._rng)
         # burst_scale > 1: fewer, longer bursts with the same mean CPU and memory use
         # (for hour-long workloads where single wake-ups do not matter).
         gap_s = spec.wake_gap_s * self.burst_scale

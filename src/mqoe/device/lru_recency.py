@@ -52,7 +52,7 @@ class RecencyLru:
         if not file_pages or process.file_resident >= process.file_ws_pages:
             return 0, 0
         evicted_share = 1 - process.file_resident / process.file_ws_pages
-        return 0, int(self.m._rng.binomial(file_pages, evicted_share))
+        return 0, self.m._draws.binomial(file_pages, evicted_share)
 
     def read_around(
         self, process: Process, hot_faults: int, cold_faults: int, window: int
@@ -262,4 +262,4 @@ class RecencyLru:
         (about one window ago) with chance 1 − e^(−uses/ws); pages just faulted back in
         were all used (workingset activation)."""
         p_ref = faulted / pool - math.expm1(-uses / working_set)
-        return int(self.m._rng.binomial(scanned, p_ref if p_ref < 1.0 else 1.0))
+        return self.m._draws.binomial(scanned, p_ref if p_ref < 1.0 else 1.0)

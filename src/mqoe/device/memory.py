@@ -48,6 +48,7 @@ from mqoe.device.process import NATIVE_ADJ, Process, ProcessTable
 from mqoe.device.profiles import MemorySpec
 from mqoe.device.storage import Storage
 from mqoe.engine import Environment, Event, ms
+from mqoe.engine.draws import Draws, PyDraws
 
 PAGE_BYTES = 4096
 KERNEL_POOL = "kernel"  # the kernel_pools entry of [memory] kernel_mb
@@ -110,6 +111,7 @@ class Memory(Reclaim):
             self.free_pages -= kernel
             self.kernel_pools[KERNEL_POOL] = kernel
         self._rng = env.rng("reclaim")
+        self._draws: PyDraws = Draws(self._rng)  # scalar draws from it, without numpy's overhead
         self._ref_window_ns = ms(spec.referenced_window_ms)
         # kswapd
         self.kswapd: Thread = cpu.thread("kswapd0", Fair(0), process="kernel")
@@ -345,15 +347,15 @@ class Memory(Reclaim):
             cold_faults -= min(read.cold_served, chunk)
             self._maybe_wake_kswapd()
         if anon_pages and process.anon_swapped and process.alive and thread.alive:
-            rng = self._rng
+            draws = self._draws
             total = process.anon_pages + process.anon_swapped
             share = process.anon_swapped / total
-            faults = int(rng.binomial(anon_pages, share))
+            faults = draws.binomial(anon_pages, share)
             if faults and self._swap_cluster > 1:
                 # swapin_readahead: each fault also reads the other slots of its
                 # cluster; those still in use hold pages of the same process (reclaim
                 # swaps a process's pages out together). They are decompressed too.
-                extra = int(rng.binomial(faults * (self._swap_cluster - 1), share))
+                extra = draws.binomial(faults * (self._swap_cluster - 1), share)
                 faults = min(process.anon_swapped, faults + extra)
             if faults:
                 self._stall_begin(reclaiming=True)

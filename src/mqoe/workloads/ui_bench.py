@@ -37,6 +37,7 @@ from mqoe.device.cpu import Fair, Thread
 from mqoe.device.display import SF_CPUSETS, DisplayConfig, SfCpuset, group_cores
 from mqoe.device.phone import Phone
 from mqoe.engine import Event, seconds
+from mqoe.engine.draws import Draws
 from mqoe.metrics.frame_causes import attribute_causes, cause_shares, clustering, severe_slow
 from mqoe.metrics.jank import jank_counts, slow_mask
 from mqoe.workloads.base import ScenarioOutput, Session
@@ -94,7 +95,7 @@ def _sync(
     phone: Phone, binder: BinderService, app: BackgroundApp, thread: Thread
 ) -> Generator[Event, object, None]:
     env, cpu = phone.env, phone.cpu
-    rng = env.rng("ui-bench:" + app.name)
+    rng = Draws(env.rng("ui-bench:" + app.name))
     while True:
         yield env.timeout(max(1, round(rng.exponential(app.gap_s) * 1e9)))
         yield from binder.call(thread, app.binder_mcycles * 1e6)
