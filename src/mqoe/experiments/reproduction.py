@@ -159,6 +159,8 @@ def reproduce_works(
     in_workers = backend is None or backend.in_workers()
     writer = ThreadPoolExecutor(1, thread_name_prefix="mqoe-writer") if in_workers else None
     futures: dict[int, Future[Path]] = {}
+    if writer is not None:  # while the workers start and run: the first write needs it
+        writer.submit(_import_plotting)
 
     def write(i: int) -> Path:
         work, out_dir = works[i]
@@ -199,6 +201,15 @@ def reproduce_works(
             f"{incomplete[0]}"
         )
     return [written[i] for i in range(len(works))]
+
+
+def _import_plotting() -> None:
+    """Import matplotlib's pyplot for the Agg backend, as every work's figures do: about a
+    second, otherwise spent after the last run of the first work to finish."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
 
 
 def _incomplete(
