@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from mqoe.errors import UserError
 from mqoe.results import ResultsStore, RunRecord, ensure_output_dir
-from mqoe.sweep.pool import ProcessPool
+from mqoe.sweep.pool import SWEEP_RUN, ProcessPool, RunUnit, cores
 from mqoe.sweep.spec import Job, Sweep, describe
 
 
@@ -107,8 +107,7 @@ class Backend:
         if not self.in_workers():
             return _in_process(units)
         workers = min(workers, len(units))
-        # The current run_job goes with the units (tests swap it for stand-ins).
-        return ProcessPool(workers, partial(run_unit, run=run_job)).outcomes(units)
+        return ProcessPool(workers, _unit_runner()).outcomes(units)
 
     def in_workers(self) -> bool:
         """Whether runs go to other processes (local workers or Dask), leaving this one
@@ -137,6 +136,16 @@ def run_job(job: Job) -> Outcome:
     except Exception as exc:
         return Outcome(job, None, type(exc).__name__, first_line(exc), traceback.format_exc())
     return Outcome(job, dataclasses.replace(record, run_id=job.run_id, tags=job.tags))
+
+
+_RUN_JOB = run_job
+
+
+def _unit_runner() -> RunUnit:
+    """What the workers run: :data:`~mqoe.sweep.pool.SWEEP_RUN`, for which a command may
+    have prestarted them; or, where ``run_job`` was swapped for a stand-in (tests), the
+    stand-in itself with the units."""
+    return SWEEP_RUN if run_job is _RUN_JOB else partial(run_unit, run=run_job)
 
 
 def run_unit(
@@ -373,7 +382,7 @@ def _now() -> str:
 
 
 def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores()
 
 
 def _lost(job: Job, exc: BaseException | None) -> Outcome:

@@ -15,7 +15,9 @@ killing them loses nothing stored.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import importlib
 import multiprocessing
 import os
 import signal
@@ -25,6 +27,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING
@@ -38,6 +41,76 @@ Emit = Callable[["Outcome"], None]
 RunUnit = Callable[[tuple["Job", ...], Emit], None]
 _UNIT_DONE = "unit done"  # a worker's message after the last outcome of its unit
 _STOP_GRACE_S = 1.0  # how long a stopped worker may take to exit before it is killed
+
+
+@dataclass(frozen=True)
+class NamedRun:
+    """A :data:`RunUnit` named by module and function: it pickles without importing them
+    here, and a worker imports them (and ``preload``) as it starts, before its first
+    unit arrives."""
+
+    module: str
+    function: str
+    preload: tuple[str, ...] = ()
+
+    def prepare(self) -> None:
+        for name in (self.module, *self.preload):
+            importlib.import_module(name)
+
+    def __call__(self, unit: tuple[Job, ...], emit: Emit) -> None:
+        run: RunUnit = getattr(importlib.import_module(self.module), self.function)
+        run(unit, emit)
+
+
+# A sweep's runs (mqoe.sweep.execute.run_unit with the real run_job): what Backend gives
+# its pools, and what a command prestarts workers for.
+SWEEP_RUN = NamedRun("mqoe.sweep.execute", "run_unit", preload=("mqoe.workloads.runner",))
+
+
+def cores() -> int:
+    """The cores this process may run on (the default number of workers)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# Workers started ahead of their pool (prestart): (their run, the worker).
+_SPARES: list[tuple[RunUnit, _Worker]] = []
+
+
+def prestart(workers: int, run: RunUnit = SWEEP_RUN) -> None:
+    """Start ``workers`` workers for ``run`` now, so that their start-up (a new
+    interpreter importing the simulator: ~1.6 s) overlaps the caller's own imports and
+    planning. The next :class:`ProcessPool` with an equal ``run`` takes them instead of
+    starting its own; workers never taken are stopped at exit."""
+    context = multiprocessing.get_context("spawn")
+    have = sum(1 for spare_run, _ in _SPARES if spare_run == run)
+    for _ in range(workers - have):
+        _SPARES.append((run, _spawn(context, run)))
+
+
+def _take_spare(run: RunUnit) -> _Worker | None:
+    for i, (spare_run, worker) in enumerate(_SPARES):
+        if spare_run == run:
+            del _SPARES[i]
+            if worker.process.is_alive():
+                return worker
+            worker.conn.close()
+            return _take_spare(run)
+    return None
+
+
+@atexit.register
+def _stop_spares() -> None:
+    spares = [worker for _, worker in _SPARES]
+    _SPARES.clear()
+    for worker in spares:
+        with contextlib.suppress(OSError):
+            worker.conn.send(None)  # idle: it exits at once
+    for worker in spares:
+        worker.process.join(_STOP_GRACE_S)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()
 
 
 class ProcessPool:
@@ -90,18 +163,7 @@ class ProcessPool:
             worker.conn.close()
 
     def _start(self) -> _Worker:
-        parent, child = self._context.Pipe()
-        process = self._context.Process(
-            target=_worker_main, args=(child, self._run, os.getpid()), daemon=True
-        )
-        # A terminal's Ctrl-C reaches the whole process group. Workers must not see it (a
-        # KeyboardInterrupt would print a traceback from each): they start with SIGINT
-        # blocked, inherited through fork and exec, and ignore it before unblocking. In
-        # the parent the signal only waits until the unblock, it is not lost.
-        with sigint_blocked():
-            process.start()
-        child.close()
-        return _Worker(process, parent)
+        return _take_spare(self._run) or _spawn(self._context, self._run)
 
     def _collect(self, worker: _Worker) -> list[Outcome]:
         """What ``worker`` sent (an outcome, or the end of its unit), or, if it died,
@@ -143,6 +205,19 @@ class _Worker:
         self.unit = unit
         with contextlib.suppress(OSError):  # a dead worker shows up as its sentinel
             self.conn.send(unit)
+
+
+def _spawn(context: multiprocessing.context.SpawnContext, run: RunUnit) -> _Worker:
+    parent, child = context.Pipe()
+    process = context.Process(target=_worker_main, args=(child, run, os.getpid()), daemon=True)
+    # A terminal's Ctrl-C reaches the whole process group. Workers must not see it (a
+    # KeyboardInterrupt would print a traceback from each): they start with SIGINT
+    # blocked, inherited through fork and exec, and ignore it before unblocking. In the
+    # parent the signal only waits until the unblock, it is not lost.
+    with sigint_blocked():
+        process.start()
+    child.close()
+    return _Worker(process, parent)
 
 
 def _died(job: Job, exitcode: int | None) -> Outcome:
@@ -188,6 +263,10 @@ def _worker_main(conn: Connection, run: RunUnit, parent_pid: int) -> None:
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _exit_with_parent(parent_pid)
+    if isinstance(run, NamedRun):
+        # Before the first unit. A failure here recurs in the run, which reports it.
+        with contextlib.suppress(Exception):
+            run.prepare()
     while True:
         try:
             unit = conn.recv()
@@ -230,4 +309,13 @@ def _exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="mqoe-parent-watch", daemon=True).start()
 
 
-__all__ = ["Emit", "ProcessPool", "RunUnit", "sigint_blocked"]
+__all__ = [
+    "SWEEP_RUN",
+    "Emit",
+    "NamedRun",
+    "ProcessPool",
+    "RunUnit",
+    "cores",
+    "prestart",
+    "sigint_blocked",
+]
