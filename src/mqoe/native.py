@@ -20,7 +20,8 @@ from pathlib import Path
 # scheduler (Cpu and its trait modules, threads and cores), reclaim and the recency LRU,
 # the zsmalloc pool of compressed GPU buffers (its placement loops, per object), OPP
 # lookups and the windowed governors' per-sample arithmetic (the governors themselves
-# stay interpreted: users plug in their own).
+# stay interpreted: users plug in their own), processes, and the two app loops every
+# video session runs: the system services' wake-ups and the player's frame loops.
 COMPILED = (
     "mqoe.engine.kernel",
     "mqoe.engine.process",
@@ -48,6 +49,8 @@ COMPILED = (
     "mqoe.device.cpu.governor_core",
     "mqoe.device.net.network",
     "mqoe.device.process",
+    "mqoe.apps.system",
+    "mqoe.apps.video",
 )
 
 

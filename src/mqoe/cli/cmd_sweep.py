@@ -43,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.dry_run and args.scheduler is None and args.local_cluster is None:
+        from mqoe.sweep.pool import prestart_local
+
+        prestart_local(args.workers)  # their start-up overlaps loading the sweep
     from mqoe.results import default_results_dir, ensure_output_dir
     from mqoe.sweep import Backend, load_sweep, run_sweep
 

@@ -271,17 +271,6 @@ def _render_mapping(data: Any, indent: int = 0) -> str:
     return "\n".join(lines)
 
 
-def _prestart_workers(workers: int | None) -> None:
-    """Start the sweep's worker processes first: a worker's start-up (a new interpreter
-    importing the simulator, ~1.6 s) then overlaps this process's own imports and
-    planning (~1 s) instead of following them. One worker runs in this process."""
-    from mqoe.sweep.pool import cores, prestart
-
-    count = workers or cores()
-    if count > 1:
-        prestart(count)
-
-
 # -- run ------------------------------------------------------------------------------
 def _parse_seed(text: str) -> int:
     from mqoe.engine.streams import MAX_SEED
@@ -462,7 +451,9 @@ def _print_run(record: Any, root: Path) -> None:
 # -- reproduce ------------------------------------------------------------------------
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.work and not args.list and args.scheduler is None:
-        _prestart_workers(args.workers)
+        from mqoe.sweep.pool import prestart_local
+
+        prestart_local(args.workers)  # their start-up overlaps the imports below
     from rich.markup import escape
 
     from mqoe.experiments import EXPERIMENTS

@@ -87,6 +87,15 @@ def prestart(workers: int, run: RunUnit = SWEEP_RUN) -> None:
         _SPARES.append((run, _spawn(context, run)))
 
 
+def prestart_local(workers: int | None) -> None:
+    """:func:`prestart` the workers of a local sweep with ``workers`` (None: one per
+    core), as a command does first thing; none when they would be one, which runs in
+    the command's own process (:meth:`mqoe.sweep.Backend.in_workers`)."""
+    count = workers or cores()
+    if count > 1:
+        prestart(count)
+
+
 def _take_spare(run: RunUnit) -> _Worker | None:
     for i, (spare_run, worker) in enumerate(_SPARES):
         if spare_run == run:
@@ -317,5 +326,6 @@ __all__ = [
     "RunUnit",
     "cores",
     "prestart",
+    "prestart_local",
     "sigint_blocked",
 ]
