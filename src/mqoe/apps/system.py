@@ -19,15 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-import numpy as np
-
 from mqoe.apps.system_catalog import CATALOGUE, ServiceSpec, load_catalogue
 from mqoe.device.cpu import Fair, Thread
 from mqoe.device.phone import Phone
 from mqoe.device.process import Process
 from mqoe.engine import Event
 from mqoe.engine import Process as EngineProcess
-from mqoe.engine.draws import Draws
+from mqoe.engine.draws import Draws, PyDraws
 
 MB_PAGES = 256
 _ALLOC_STEP_PAGES = MB_PAGES
@@ -50,7 +48,7 @@ class SystemService:
         ]
         phone.processes.add_threads(self.process, self.threads)
         self.ready: Event = env.event()
-        self._rng: np.random.Generator = env.rng(f"system:{spec.name}")
+        self._draws: PyDraws = Draws(env.rng(f"system:{spec.name}"))  # its threads share it
         self._procs: list[EngineProcess] = [env.process(self._boot(), spec.name)]
         self.process.on_kill.append(self._on_kill)
 
@@ -75,7 +73,7 @@ class SystemService:
 
     def _work(self, thread: Thread) -> Generator[Event, object, None]:
         env, cpu, memory = self.phone.env, self.phone.cpu, self.phone.memory
-        spec, process, rng = self.spec, self.process, Draws(self._rng)
+        spec, process, rng = self.spec, self.process, self._draws
         # burst_scale > 1: fewer, longer bursts with the same mean CPU and memory use
         # (for hour-long workloads where single wake-ups do not matter).
         gap_s = spec.wake_gap_s * self.burst_scale

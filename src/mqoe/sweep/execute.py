@@ -102,7 +102,7 @@ class Backend:
             return iter(())
         if self.scheduler is not None or self.local_cluster is not None:
             return _dask_outcomes(jobs, self.scheduler, self.local_cluster, self.connect_timeout_s)
-        workers = self.workers or _cores()
+        workers = self.workers or cores()
         units = warm_units(jobs, workers) if self.warm else [(job,) for job in jobs]
         if not self.in_workers():
             return _in_process(units)
@@ -113,14 +113,14 @@ class Backend:
         """Whether runs go to other processes (local workers or Dask), leaving this one
         free; with one local worker they run in this process."""
         local = self.scheduler is None and self.local_cluster is None
-        return not local or (self.workers or _cores()) > 1
+        return not local or (self.workers or cores()) > 1
 
     def describe(self) -> str:
         if self.scheduler is not None:
             return f"Dask scheduler {self.scheduler}"
         if self.local_cluster is not None:
             return f"Dask LocalCluster of {self.local_cluster} workers"
-        return f"{self.workers or _cores()} local process(es)"
+        return f"{self.workers or cores()} local process(es)"
 
 
 def run_job(job: Job) -> Outcome:
@@ -379,10 +379,6 @@ def _failure_row(outcome: Outcome) -> dict[str, object]:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _cores() -> int:
-    return cores()
 
 
 def _lost(job: Job, exc: BaseException | None) -> Outcome:

@@ -97,13 +97,13 @@ def prestart_local(workers: int | None) -> None:
 
 
 def _take_spare(run: RunUnit) -> _Worker | None:
-    for i, (spare_run, worker) in enumerate(_SPARES):
-        if spare_run == run:
-            del _SPARES[i]
-            if worker.process.is_alive():
-                return worker
-            worker.conn.close()
-            return _take_spare(run)
+    """A living worker prestarted for ``run`` (dead ones are dropped), or None."""
+    for spare in [spare for spare in _SPARES if spare[0] == run]:
+        _SPARES.remove(spare)
+        worker = spare[1]
+        if worker.process.is_alive():
+            return worker
+        worker.conn.close()
     return None
 
 
