@@ -18,12 +18,18 @@ from mqoe import native
 # and on shared Wi-Fi (netpis); the scheduler, reclaim and the recency LRU under memory
 # pressure (video) on one cluster, on big.LITTLE with schedutil (PELT, capacity-aware
 # placement) and under HMP placement; the zsmalloc pool of compressed GPU buffers
-# (app-switching); generator processes on the kernel.
+# (app-switching); generator processes on the kernel; the trace-driven player under
+# fast-path rules and history rules, on a trace whose latency varies (a ladder of ints).
 _RUNS = """
 import json, sys
+import numpy as np
+from mqoe.analysis.throughput_traces import ThroughputTrace
 from mqoe.device.profiles import load_profile
 from mqoe.engine import Environment
+from mqoe.generators.throughput_traces import synthetic_manifest
+from mqoe.policies.abr import make_rule
 from mqoe.workloads.runner import run_scenario
+from mqoe.workloads.trace_player import session_columns
 
 out = {}
 for name, overrides in (
@@ -49,6 +55,15 @@ for i in range(20):
     env.process(proc(i))
 env.run()
 out["processes"] = repr(order)
+rng = np.random.default_rng(4)
+trace = ThroughputTrace("varying", rng.uniform(200, 3000, 90), rng.lognormal(7, 0.8, 90),
+                        rng.uniform(20, 200, 90))
+manifest = synthetic_manifest([235, 375, 560, 750, 1050, 1400, 1750], 4.0, 40)
+for rule in ("bba", "bola", "fixed:representation=3", "throughput",
+             "conservative:mode=continuous", "exoplayer"):
+    columns = session_columns(trace, manifest, make_rule(rule), buffer_max_s=30.0,
+                              session_s=400.0, startup_segments=2)
+    out["trace-abr " + rule] = repr(columns)
 json.dump(out, sys.stdout)
 """
 
@@ -71,7 +86,10 @@ def test_compiled_and_interpreted_kernels_give_identical_results(tmp_path: Path)
     compiled = _run(package.parent)
     assert interpreted == compiled
     videos = {"video nokia-1", "video mi-8-pro", "video mi-a2"}
-    assert set(interpreted) == {"spiral", "netpis", "app-switching", "processes", *videos}
+    traces = {f"trace-abr {rule}" for rule in ("bba", "bola", "fixed:representation=3",
+              "throughput", "conservative:mode=continuous", "exoplayer")}  # fmt: skip
+    assert set(interpreted) == {"spiral", "netpis", "app-switching", "processes", *videos,
+                                *traces}  # fmt: skip
 
 
 def test_a_compiled_module_older_than_its_source_is_stale(

@@ -21,7 +21,8 @@ from pathlib import Path
 # the zsmalloc pool of compressed GPU buffers (its placement loops, per object), OPP
 # lookups and the windowed governors' per-sample arithmetic (the governors themselves
 # stay interpreted: users plug in their own), processes, and the two app loops every
-# video session runs: the system services' wake-ups and the player's frame loops.
+# video session runs: the system services' wake-ups and the player's frame loops; and
+# the trace-driven player's per-segment loop with the ABR rules' buffer-only fast paths.
 COMPILED = (
     "mqoe.engine.kernel",
     "mqoe.engine.process",
@@ -51,6 +52,8 @@ COMPILED = (
     "mqoe.device.process",
     "mqoe.apps.system",
     "mqoe.apps.video",
+    "mqoe.policies.abr.rungs",
+    "mqoe.workloads.trace_loop",
 )
 
 

@@ -180,6 +180,38 @@ def test_a_plain_function_is_a_rule() -> None:
     assert table["representation"].tolist() == [1, 1]
 
 
+class BufferSteps:
+    """A user's rule with its own fast path, a plain function of (buffer, last)."""
+
+    def __init__(self, off_ladder: bool = False) -> None:
+        self.off_ladder = off_ladder
+        self.asked: list[tuple[float, int | None]] = []
+
+    def choose(self, state: AbrState) -> Decision:
+        return Decision(self._rung(state.buffer_s, state.last))
+
+    def _rung(self, buffer_s: float, last: int | None) -> int:
+        self.asked.append((buffer_s, last))
+        if self.off_ladder and last is not None:
+            return 7
+        return 0 if buffer_s < 3.0 else 1
+
+    def buffer_choice(self, ladder: object, segment_s: float, buffer_max_s: float) -> object:
+        return self._rung
+
+
+def test_a_users_fast_path_is_asked_with_none_first_and_its_rungs_are_checked() -> None:
+    manifest = synthetic_manifest([500, 900], 2.0, 4)
+    rule = BufferSteps()
+    fast = simulate_session(_constant(4000.0), manifest, rule)
+    assert rule.asked[0] == (0.0, None)  # no previous rung before the first decision
+    assert [last for _, last in rule.asked[1:]] == fast["representation"].tolist()[:-1]
+    slow = simulate_session(_constant(4000.0), manifest, lambda state: rule.choose(state))
+    pd.testing.assert_frame_equal(fast, slow)  # the fast path plays what choose() would
+    with pytest.raises(UserError, match="chose representation 7; the ladder has 2"):
+        simulate_session(_constant(4000.0), manifest, BufferSteps(off_ladder=True))
+
+
 # -- properties: buffer bounds and bit conservation -------------------------------------
 
 

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import math
 import weakref
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,14 +38,15 @@ from mqoe.metrics.video_qoe import qoe_summary_columns
 from mqoe.policies.abr.base import (
     AbrRule,
     AbrState,
-    BufferChoice,
     Decision,
     Download,
     as_rule,
     buffer_choice,
 )
+from mqoe.policies.abr.rungs import as_rung
 from mqoe.results.tables import ColumnTable
 from mqoe.workloads.base import ScenarioOutput, Session
+from mqoe.workloads.trace_loop import SessionColumns, TraceLink, play
 
 if TYPE_CHECKING:  # pandas is imported when a table is built, not with the module
     import pandas as pd
@@ -72,87 +72,33 @@ SEGMENT_TABLE_COLUMNS = (
 )
 
 
-class _Link:
-    """The trace as cumulative arrays: bits delivered by any time, and its inverse.
-
-    ``bounds_s[i]`` is when segment ``i`` starts within a period and ``cum_bits[i]`` the
-    bits carried before it; looping adds whole periods. Plain lists + ``bisect`` beat
-    ``np.searchsorted`` on scalars by ~7× (0.12 vs 0.85 µs: no array boxing per call).
-    Built once per trace (:func:`_link_of`): the trace is frozen.
-    """
-
-    __slots__ = ("download_end",)
-
-    def __init__(self, trace: ThroughputTrace) -> None:
-        duration_s = trace.duration_ms / 1000.0
-        bps_array = trace.bandwidth_kbps * 1000.0
-        bounds_s: list[float] = np.concatenate(([0.0], np.cumsum(duration_s))).tolist()
-        cum_bits: list[float] = np.concatenate(([0.0], np.cumsum(duration_s * bps_array))).tolist()
-        period_bits = cum_bits[-1]
-        if not period_bits > 0 or not math.isfinite(period_bits):
-            raise UserError(f"trace {trace.name!r} delivers no data (all bandwidths are 0)")
-        latency_s: list[float] = (trace.latency_ms / 1000.0).tolist()
-        self.download_end = _download_end(
-            bounds_s, cum_bits, bps_array.tolist(), latency_s, bounds_s[-1], period_bits
-        )
+def _trace_link(trace: ThroughputTrace) -> TraceLink:
+    """The trace as :class:`~mqoe.workloads.trace_loop.TraceLink`'s cumulative lists.
+    Plain lists + bisection beat ``np.searchsorted`` on scalars by ~7× (no array boxing
+    per call)."""
+    duration_s = trace.duration_ms / 1000.0
+    bps_array = trace.bandwidth_kbps * 1000.0
+    bounds_s: list[float] = np.concatenate(([0.0], np.cumsum(duration_s))).tolist()
+    cum_bits: list[float] = np.concatenate(([0.0], np.cumsum(duration_s * bps_array))).tolist()
+    period_bits = cum_bits[-1]
+    if not period_bits > 0 or not math.isfinite(period_bits):
+        raise UserError(f"trace {trace.name!r} delivers no data (all bandwidths are 0)")
+    latency_s: list[float] = (trace.latency_ms / 1000.0).tolist()
+    return TraceLink(bounds_s, cum_bits, bps_array.tolist(), latency_s)
 
 
-def _download_end(
-    bounds_s: list[float],
-    cum_bits: list[float],
-    bps: list[float],
-    latency_s: list[float],
-    period_s: float,
-    period_bits: float,
-) -> Callable[[float, float], float]:
-    """``end(start_s, size_bits)``: a request at ``start_s`` gets the trace's latency, then
-    ``size_bits`` through it. One closure, its lookups inlined (they run once a segment)."""
-    floor, ceil = math.floor, math.ceil
-    last = len(bps) - 1
-    last_bound = len(cum_bits) - 1
-    same_latency = latency_s[0] if len(set(latency_s)) == 1 else None
-
-    def end(start_s: float, size_bits: float) -> float:
-        if same_latency is None:  # the latency of the trace segment at start_s
-            loops = floor(start_s / period_s)
-            i = bisect_right(bounds_s, start_s - loops * period_s) - 1
-            first_byte = start_s + latency_s[last if i >= last else i]
-        else:
-            first_byte = start_s + same_latency
-        # Bits carried by the first byte's time (i past the end: rounding put ``into``
-        # on the period's end).
-        loops = floor(first_byte / period_s)
-        into = first_byte - loops * period_s
-        i = bisect_right(bounds_s, into) - 1
-        if i >= last:
-            i = last
-        bits = loops * period_bits + cum_bits[i] + bps[i] * (into - bounds_s[i]) + size_bits
-        # The earliest time by which the trace has carried ``bits``.
-        loops = ceil(bits / period_bits) - 1  # so 0 < rest ≤ period_bits
-        rest = bits - loops * period_bits
-        if rest <= 0.0:  # bits / period_bits rounded up past a whole number
-            loops -= 1
-            rest += period_bits
-        j = bisect_left(cum_bits, rest)  # first boundary with cum ≥ rest; j ≥ 1
-        if j >= last_bound:  # rounding pushed ``rest`` past the period
-            j = last_bound
-        i = j - 1  # cum_bits[i] < rest ≤ cum_bits[j], so bps[i] > 0
-        return loops * period_s + bounds_s[i] + (rest - cum_bits[i]) / bps[i]
-
-    return end
+_LINKS: dict[int, tuple[weakref.ref[ThroughputTrace], TraceLink]] = {}
 
 
-_LINKS: dict[int, tuple[weakref.ref[ThroughputTrace], _Link]] = {}
-
-
-def _link_of(trace: ThroughputTrace) -> _Link:
-    """The trace's :class:`_Link`, built once while the trace lives (studies replay one
-    trace under many rules); keyed by identity, as the trace's arrays are unhashable."""
+def _link_of(trace: ThroughputTrace) -> TraceLink:
+    """The trace's :class:`~mqoe.workloads.trace_loop.TraceLink`, built once while the
+    trace lives (studies replay one trace under many rules); keyed by identity, as the
+    trace's arrays are unhashable."""
     key = id(trace)
     hit = _LINKS.get(key)
     if hit is not None and hit[0]() is trace:
         return hit[1]
-    link = _Link(trace)
+    link = _trace_link(trace)
 
     def forget(ref: weakref.ref[ThroughputTrace]) -> None:
         if _LINKS.get(key, (None,))[0] is ref:
@@ -190,12 +136,6 @@ def simulate_session(
     return _table(columns)
 
 
-# The per-segment columns, in SEGMENT_TABLE_COLUMNS order (the first is range(n)).
-SessionColumns = tuple[
-    range, list[int], list[float], list[int], list[float], list[float], list[float], list[float]
-]
-
-
 def session_columns(
     trace: ThroughputTrace,
     manifest: VideoManifest,
@@ -215,65 +155,17 @@ def session_columns(
     n = _segment_count(manifest, session_s)
     check_buffer(segment_s, buffer_max_s, startup_segments)
     checked_rule = as_rule(rule)
-    download_end = _link_of(trace).download_end
     choice = buffer_choice(checked_rule, manifest.ladder, segment_s, buffer_max_s)
-    fast = cast(BufferChoice, choice)  # called only when there is one (by_state is None)
+    rung = None if choice is None else as_rung(choice)
     history: list[Download] | None = None
     by_state = None
-    if choice is None:
+    if rung is None:
         history = []
         by_state = _by_state(checked_rule, manifest, buffer_max_s, history)
     sizes, rates = _sizes_of(manifest)
-    n_rows = len(sizes)
-    room = buffer_max_s - segment_s  # request only when the next segment fits
-
-    reps: list[int] = []
-    kbps: list[float] = []
-    bits: list[int] = []
-    starts: list[float] = []
-    ends: list[float] = []
-    stalls: list[float] = []
-    buffers: list[float] = []
-    # Bound appends: the loop body is a few dozen bytecodes, so lookups show.
-    add_rep, add_kbps, add_bits = reps.append, kbps.append, bits.append
-    add_start, add_end, add_stall, add_buffer = (
-        starts.append, ends.append, stalls.append, buffers.append)  # fmt: skip
-    now = 0.0
-    buffer = 0.0
-    playing = False
-    last: int | None = None
-    for k in range(n):
-        if buffer > room:
-            now += buffer - room
-            buffer = room
-        if by_state is None:
-            index = fast(buffer, last)
-            rate = rates[index]
-            size = sizes[k % n_rows][index]
-        else:
-            index, rate, size = by_state(k, now, buffer, last)
-        end = download_end(now, size)
-        stall = 0.0
-        if playing:
-            buffer -= end - now
-            if buffer < 0.0:
-                stall = -buffer
-                buffer = 0.0
-        buffer += segment_s
-        if not playing and k + 1 >= startup_segments:
-            playing = True
-        if history is not None:
-            history.append(Download(k, index, rate, (size + 4) // 8, now, end))
-        add_rep(index)
-        add_kbps(rate)
-        add_bits(size)
-        add_start(now)
-        add_end(end)
-        add_stall(stall)
-        add_buffer(buffer)
-        last = index
-        now = end
-    return range(n), reps, kbps, bits, starts, ends, stalls, buffers
+    link = _link_of(trace)
+    return play(link, rung, by_state, history, sizes, rates, n, segment_s, buffer_max_s,
+                startup_segments)  # fmt: skip
 
 
 def _by_state(
@@ -297,15 +189,15 @@ def _by_state(
         rate = decision.rate_kbps
         if rate is None:
             return index, rates[index], sizes[k % len(sizes)][index]
-        return index, rate, _continuous_size(rate, segment_s)
+        return index, float(rate), _continuous_size(rate, segment_s)
 
     return decide
 
 
-_SIZES: dict[int, tuple[weakref.ref[VideoManifest], list[list[int]], tuple[float, ...]]] = {}
+_SIZES: dict[int, tuple[weakref.ref[VideoManifest], list[list[int]], list[float]]] = {}
 
 
-def _sizes_of(manifest: VideoManifest) -> tuple[list[list[int]], tuple[float, ...]]:
+def _sizes_of(manifest: VideoManifest) -> tuple[list[list[int]], list[float]]:
     """The manifest's segment sizes as lists (rows per segment) and its ladder rates,
     converted once while the manifest lives (it is frozen)."""
     key = id(manifest)
@@ -313,7 +205,7 @@ def _sizes_of(manifest: VideoManifest) -> tuple[list[list[int]], tuple[float, ..
     if hit is not None and hit[0]() is manifest:
         return hit[1], hit[2]
     sizes: list[list[int]] = manifest.segment_sizes_bits.tolist()
-    rates = manifest.bitrates_kbps
+    rates = [float(rate) for rate in manifest.bitrates_kbps]  # one type, compiled or not
 
     def forget(ref: weakref.ref[VideoManifest]) -> None:
         if _SIZES.get(key, (None,))[0] is ref:

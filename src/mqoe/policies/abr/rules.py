@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -34,6 +33,7 @@ from mqoe.policies.abr.base import (
     as_rule,
     highest_at_most,
 )
+from mqoe.policies.abr.rungs import BbaRung, BolaRung, FixedRung
 
 # ExoPlayer DefaultBandwidthMeter: SlidingPercentile window (DEFAULT_SLIDING_WINDOW_MAX_WEIGHT)
 _EXO_MAX_WEIGHT = 2000
@@ -298,29 +298,11 @@ class BBA:
         rates = [rep.bitrate_kbps for rep in ladder]
         if any(b <= a for a, b in itertools.pairwise(rates)):
             return None
-        top = len(rates) - 1
         reservoir_end_s, cushion_end_s = self.bounds_s(buffer_max_s, segment_s)
-        r_min = rates[0]
-        span_kbps = rates[top] - r_min
-        width_s = cushion_end_s - reservoir_end_s
-        bands = [_bba_band(ladder, previous) for previous in range(top + 1)]
-
-        def choice(buffer_s: float, last: int | None) -> int:
-            if buffer_s <= reservoir_end_s:
-                return 0
-            if buffer_s >= cushion_end_s:
-                return top
-            f_kbps = r_min + span_kbps * (buffer_s - reservoir_end_s) / width_s
-            previous = 0 if last is None or last < 0 else min(last, top)
-            rate_plus, rate_minus = bands[previous]
-            if f_kbps >= rate_plus:  # the highest rung below f, if above the previous one
-                return max(previous, bisect_left(rates, f_kbps) - 1)
-            if f_kbps <= rate_minus:  # the lowest rung above f, if below the previous one
-                above = bisect_right(rates, f_kbps)
-                return previous if above > top else min(above, previous)
-            return previous
-
-        return choice
+        bands = [_bba_band(ladder, previous) for previous in range(len(rates))]
+        plus = [rate_plus for rate_plus, _ in bands]
+        minus = [rate_minus for _, rate_minus in bands]
+        return BbaRung(rates, plus, minus, reservoir_end_s, cushion_end_s)
 
 
 def _bba_band(ladder: Sequence[Representation], previous: int) -> tuple[float, float]:
@@ -400,27 +382,8 @@ class Bola:
         size_1 = ladder[0].bitrate_kbps
         q_max = buffer_max_s / segment_s
         v_scale = (q_max - 1.0) / (math.log(ladder[-1].bitrate_kbps / size_1) + gamma_p)
-        rungs = [
-            (v_scale * (math.log(rep.bitrate_kbps / size_1) + gamma_p), rep.bitrate_kbps)
-            for rep in ladder
-        ]
-        memo: dict[float, int] = {}  # a capped buffer recurs: the same q, the same rung
-
-        def choice(buffer_s: float, last: int | None) -> int:
-            best = memo.get(buffer_s)
-            if best is not None:
-                return best
-            q = buffer_s / segment_s
-            best = 0
-            best_score = -math.inf
-            for index, (utility, size) in enumerate(rungs):
-                score = (utility - q) / size
-                if score > best_score:
-                    best, best_score = index, score
-            memo[buffer_s] = best
-            return best
-
-        return choice
+        utility = [v_scale * (math.log(rep.bitrate_kbps / size_1) + gamma_p) for rep in ladder]
+        return BolaRung(utility, [rep.bitrate_kbps for rep in ladder], segment_s)
 
 
 # --- caps and fixed choices ---------------------------------------------------------------
@@ -493,11 +456,7 @@ class Fixed:
         :func:`~mqoe.policies.abr.base.buffer_choice`)."""
         state = AbrState(0.0, ladder, segment_s, 0.0, buffer_max_s, ())
         index = self.choose(state).representation  # the same error for a rung off the ladder
-
-        def choice(buffer_s: float, last: int | None) -> int:
-            return index
-
-        return choice
+        return FixedRung(index)
 
 
 # --- combination --------------------------------------------------------------------------
