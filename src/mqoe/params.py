@@ -21,6 +21,9 @@ from typing import Any, Literal, TypeVar
 from mqoe.errors import UserError
 
 T = TypeVar("T")
+# The run-level CPU knobs every phone scenario takes (``--set governor=…``), applied by
+# :mod:`mqoe.device.cpu.knobs`; named here so checking a run's keys imports no device.
+CPU_KNOBS = ("governor", "hotplug", "interaction_boost")
 _NONE_WORDS = ("none", "")
 _BOOLS = {"1": True, "true": True, "yes": True, "on": True}
 _BOOLS |= {"0": False, "false": False, "no": False, "off": False}

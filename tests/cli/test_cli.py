@@ -200,3 +200,36 @@ def test_run_fleet_refuses_a_profile(capsys: pytest.CaptureFixture[str], tmp_pat
     code, _, err = _run(capsys, "run", "fleet", "--profile", "mi-6", "--out", str(tmp_path))
     assert code == 2
     assert "draws its own phones" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (("--profile", "mi-6"), "it models no phone; --profile and --trace do not apply"),
+        (("--trace",), "it models no phone; --profile and --trace do not apply"),
+        (("--set", "governor=performance"), "--set governor applies to phone scenarios"),
+    ],
+)
+def test_the_trace_mode_refuses_what_only_a_phone_takes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: tuple[str, ...], words: str
+) -> None:
+    out = tmp_path / "out"
+    code, _, err = _run(capsys, "run", "trace-abr", *extra, "--out", str(out))
+    assert code == 2 and err.count("\n") == 1
+    assert words in err
+    assert not out.exists()
+
+
+def test_a_trace_mode_run_is_stored_without_a_profile(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ("run", "trace-abr", "--set", "session_s=40", "--seed", "4", "--json")
+    code, out, _ = _run(capsys, *argv, "--out", str(tmp_path))
+    data = json.loads(out)
+    assert code == 0 and data["profile"] == "none"
+    assert data["run_id"].startswith("trace-abr-s4-")
+    assert "energy_j" not in data and set(data["stored_tables"]) == {"segments"}
+    code, out, _ = _run(
+        capsys, "results", "query", "--results", str(tmp_path), "select profile from runs"
+    )
+    assert code == 0 and "none" in out

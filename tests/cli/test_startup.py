@@ -118,6 +118,9 @@ def test_a_trace_mode_run_imports_only_its_own_scenario_and_no_query_engine(
     }
     assert "mqoe.workloads.trace_player" in modules
     assert modules & others == set()
+    # It models no phone: no profile is loaded (pydantic's schema) and no device imported.
+    assert {m for m in modules if m.split(".")[0] == "pydantic"} == set()
+    assert {m for m in modules if m.startswith("mqoe.device.")} == {"mqoe.device.no_device"}
 
 
 def test_a_trace_mode_run_imports_no_pandas(tmp_path: Path) -> None:

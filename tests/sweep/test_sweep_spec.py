@@ -127,6 +127,17 @@ def test_population_scenario_takes_no_profile(tmp_path: Path) -> None:
     assert error.line == 4 and "draws its own phones" in str(error)
 
 
+def test_a_scenario_without_a_phone_takes_no_profile(tmp_path: Path) -> None:
+    text = '[sweep]\nname = "t"\nscenario = "trace-abr"\nseeds = [1, 2]\n'
+    text += '[grid]\nrule = ["bba", "bola"]\n'
+    sweep = load_sweep(write(tmp_path, text))
+    assert len(sweep.jobs) == 4 and {j.profile for j in sweep.jobs} == {None}
+    assert {j.profile_name for j in sweep.jobs} == {"none"}
+    assert all(j.run_id.startswith(("t-s1-", "t-s2-")) for j in sweep.jobs)
+    error = error_of(tmp_path, text.replace("seeds", 'profiles = ["nokia-1"]\nseeds'))
+    assert error.line == 4 and "scenario 'trace-abr' models no phone; remove profiles" in str(error)
+
+
 @pytest.mark.parametrize(
     ("edit", "line", "words"),
     [

@@ -43,12 +43,13 @@ def test_the_registry_has_float_parameters_to_check() -> None:
 
 
 def _never_simulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail the test if a run gets as far as building a phone or a population."""
+    """Fail the test if a run gets as far as building its phone (or its stand-in, for a
+    scenario without one) or a population."""
 
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("simulation started before the parameters were checked")
 
-    monkeypatch.setattr("mqoe.workloads.runner.Phone", boom)
+    monkeypatch.setattr("mqoe.workloads.runner.PreparedRun.build", boom)
     for population in POPULATIONS.values():
         monkeypatch.setattr(population, "run", boom)
 

@@ -324,6 +324,21 @@ def test_the_scenario_conforms() -> None:
 
 
 @pytest.mark.usefixtures("registered")
+def test_the_scenario_models_no_phone_so_a_given_profile_plays_no_part() -> None:
+    quick = {"session_s": "40", "rule": "bola"}
+    alone = run_scenario("trace-abr", None, 3, quick)
+    for name in ("nokia-1", "nexus-5"):
+        given = run_scenario("trace-abr", load_profile(name), 3, quick)
+        assert given.run_id == alone.run_id and given.profile == "none"
+        assert given.metrics == alone.metrics
+    assert alone.run_id.startswith("trace-abr-s3-") and list(alone.tables) == ["segments"]
+    with pytest.raises(UserError, match="models no phone; --set hotplug applies to phone"):
+        run_scenario("trace-abr", None, 3, {**quick, "hotplug": "off"})
+    with pytest.raises(UserError, match="scenario 'video' runs on a phone: give it a profile"):
+        run_scenario("video", None, 3, {})
+
+
+@pytest.mark.usefixtures("registered")
 def test_the_scenario_replays_a_trace_file(tmp_path: Path) -> None:
     path = tmp_path / "flat.json"
     path.write_text(json.dumps([{"duration_ms": 1000, "bandwidth_kbps": 500, "latency_ms": 0}]))

@@ -285,7 +285,7 @@ def _parse_seed(text: str) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from mqoe.workloads.base import parse_assignments, parse_params
+    from mqoe.workloads.base import parse_assignments, parse_params, runs_on_a_phone
 
     if args.list or not args.scenario:
         if not args.list:
@@ -300,26 +300,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
     overrides = parse_assignments(args.assignments)
     entry, population = _registered(args.scenario)
     parse_params(entry.params_type, overrides, args.scenario)
-    if population and (args.profile is not None or args.trace):
+    no_phone = "draws its own phones" if population else "models no phone"
+    if (population or not runs_on_a_phone(entry)) and (args.profile is not None or args.trace):
         raise UserError(
-            f"mqoe run {args.scenario}: it draws its own phones; --profile and --trace do not apply"
+            f"mqoe run {args.scenario}: it {no_phone}; --profile and --trace do not apply"
         )
     if args.profile is not None and not args.profile.strip():
         raise UserError("--profile '': empty; name a profile (mqoe profiles list) or a .toml file")
-    from mqoe.device.profiles import load_profile
     from mqoe.results import ResultsStore, default_results_dir, ensure_output_dir
-    from mqoe.workloads.runner import run_population, run_scenario
+    from mqoe.workloads.runner import refuse_cpu_knobs, run_population, run_scenario
 
-    profile = None if population else load_profile(args.profile or "nokia-1")
+    if population or not runs_on_a_phone(entry):
+        refuse_cpu_knobs(args.scenario, overrides, population)
+    profile = None
+    if not population and runs_on_a_phone(entry):
+        from mqoe.device.profiles import load_profile
+
+        profile = load_profile(args.profile or "nokia-1")
     store = ResultsStore(ensure_output_dir(*_results_dir(args.out, default_results_dir())))
-    if profile is None:
+    if population:
         progress = LazyProgress(f"{args.scenario}")
         try:
             record = run_population(args.scenario, seed, overrides)
         finally:
             progress.close()
     else:
-        progress = LazyProgress(f"{args.scenario} on {profile.name}")
+        where = f" on {profile.name}" if profile is not None else ""
+        progress = LazyProgress(f"{args.scenario}{where}")
         try:
             record = run_scenario(
                 args.scenario, profile, seed, overrides, trace=args.trace, on_progress=progress
@@ -419,8 +426,13 @@ def _print_run(record: Any, root: Path) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from mqoe.workloads.base import NO_PROFILE
+
+    # A population's record names itself as the profile; a run without a phone, none.
+    phone = record.profile not in (record.scenario, NO_PROFILE)
+    where = f" on {escape(record.profile)}" if phone else ""
     out.print(
-        f"[bold]{escape(record.scenario)}[/bold] on {escape(record.profile)}, seed {record.seed}: "
+        f"[bold]{escape(record.scenario)}[/bold]{where}, seed {record.seed}: "
         f"{record.sim_duration_s:g} s simulated in {record.wall_time_s:.2f} s"
     )
     metrics = Table(show_header=True, title="metrics", title_justify="left")

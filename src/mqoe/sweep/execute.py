@@ -126,10 +126,11 @@ class Backend:
 def run_job(job: Job) -> Outcome:
     """Simulate one job (in a worker). An exception becomes a failed outcome; only
     ``KeyboardInterrupt``/``SystemExit`` propagate."""
+    from mqoe.workloads.population import POPULATIONS
     from mqoe.workloads.runner import run_population, run_scenario
 
     try:
-        if job.profile is None:
+        if job.scenario in POPULATIONS:
             record = run_population(job.scenario, job.seed, job.overrides)
         else:
             record = run_scenario(job.scenario, job.profile, job.seed, job.overrides)

@@ -49,7 +49,7 @@ from mqoe.engine import validate_seed
 from mqoe.errors import InputFileError, UserError
 from mqoe.params import coerce
 from mqoe.workloads import SCENARIOS
-from mqoe.workloads.base import params_dict, parse_params
+from mqoe.workloads.base import NO_PROFILE, params_dict, parse_params, runs_on_a_phone
 from mqoe.workloads.population import POPULATIONS
 
 Value = bool | int | float | str
@@ -142,13 +142,16 @@ class Job:
     sweep: str
     sweep_id: str
     scenario: str
-    profile: DeviceProfile | None  # None for a population scenario
+    profile: DeviceProfile | None  # None for a population or a scenario without a phone
     seed: int
     overrides: Mapping[str, str]  # key=value strings, as `mqoe run --set`
 
     @property
     def profile_name(self) -> str:
-        return self.profile.name if self.profile is not None else self.scenario
+        """The profile, as the run's record names it."""
+        if self.profile is not None:
+            return self.profile.name
+        return self.scenario if self.scenario in POPULATIONS else NO_PROFILE
 
     @property
     def tags(self) -> dict[str, str]:
@@ -263,7 +266,11 @@ def _expand(spec: SweepFile, path: Path) -> Sweep:
     params_type = (
         POPULATIONS[section.scenario] if population else SCENARIOS[section.scenario]
     ).params_type
-    profiles = _profiles(section, population, path)
+    entry = None if population else SCENARIOS[section.scenario]
+    no_phone = "draws its own phones" if population else "models no phone"
+    profiles = _profiles(
+        section, no_phone if population or not runs_on_a_phone(entry) else "", path
+    )
     _check_size(spec, len(profiles), path)
     seeds = _seeds(section.seeds)
     points = _points(spec, params_type, path)
@@ -330,12 +337,15 @@ def _with_sweep_id(job: Job, sweep_id: str) -> Job:
     return Job(job.run_id, job.sweep, sweep_id, job.scenario, job.profile, job.seed, job.overrides)
 
 
-def _profiles(section: SweepSection, population: bool, path: Path) -> list[DeviceProfile | None]:
+def _profiles(section: SweepSection, no_phone: str, path: Path) -> list[DeviceProfile | None]:
+    """The sweep's profiles, loaded; ``[None]`` for a scenario that has no phone to
+    profile (``no_phone`` says why: it draws its own phones, or models none)."""
     key = "profile" if section.profile is not None else "profiles"
     names = [section.profile] if section.profile is not None else section.profiles
-    if population:
+    if no_phone:
         if names is not None:
-            what = f"population scenario {section.scenario!r} draws its own phones"
+            kind = "population scenario" if section.scenario in POPULATIONS else "scenario"
+            what = f"{kind} {section.scenario!r} {no_phone}"
             raise _fail(path, ("sweep", key), f"{what}; remove {key}")
         return [None]
     loaded: list[DeviceProfile | None] = []

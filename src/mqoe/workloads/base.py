@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mqoe.errors import UserError
-from mqoe.params import check_number, coerce, field_range
+from mqoe.params import CPU_KNOBS, check_number, coerce, field_range
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,7 +64,13 @@ class Session:
 
 
 class Scenario(Protocol):
-    """A registered workload (see :data:`mqoe.workloads.SCENARIOS`)."""
+    """A registered workload (see :data:`mqoe.workloads.SCENARIOS`).
+
+    A scenario that models no phone (the trace-driven mode) says so with a class
+    attribute ``device = False`` (see :func:`runs_on_a_phone`): it is then built on a
+    :class:`~mqoe.device.no_device.NoDevice` instead of a
+    :class:`~mqoe.device.phone.Phone`, and its runs take no profile.
+    """
 
     name: str
     summary: str
@@ -75,6 +81,14 @@ class Scenario(Protocol):
     def build(self, phone: Phone, params: Any) -> Session: ...
 
 
+NO_PROFILE = "none"  # a run's profile when its scenario models no phone
+
+
+def runs_on_a_phone(scenario: object) -> bool:
+    """Whether ``scenario`` models a phone (the default) or none (``device = False``)."""
+    return bool(getattr(scenario, "device", True))
+
+
 def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario: str) -> Any:
     """Build a params dataclass from ``key=value`` strings, with one-line errors for users.
 
@@ -83,15 +97,15 @@ def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario:
     then each field's declared range (:func:`mqoe.params.field_range`: by its unit, or
     its own metadata), so an impossible value fails here rather than in the engine.
     """
-    # Here, not at the top: the CPU model imports the engine (and pandas with it), which
-    # listing or naming scenarios does not need.
-    from mqoe.device.cpu.knobs import CPU_KNOBS, check_cpu_knob
-
     fields = {f.name: f for f in dataclasses.fields(params_type)}
     hints = typing.get_type_hints(params_type)
     values: dict[str, Any] = {}
     for key, given in overrides.items():
         if key in CPU_KNOBS:  # the phone's, not the scenario's (mqoe.device.cpu.knobs)
+            # Here, not at the top: the CPU model (and the profiles' schema with it) is
+            # imported only by a run that sets a knob.
+            from mqoe.device.cpu.knobs import check_cpu_knob
+
             check_cpu_knob(key, given)
             continue
         if key not in fields:

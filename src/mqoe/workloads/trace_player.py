@@ -30,7 +30,7 @@ from mqoe.analysis.throughput_traces import (
     load_manifest,
     load_trace,
 )
-from mqoe.device.phone import Phone
+from mqoe.device.no_device import NoDevice
 from mqoe.engine import seconds
 from mqoe.errors import UserError
 from mqoe.generators.throughput_traces import synthetic_manifest
@@ -311,7 +311,9 @@ class TraceAbr:
 
     The whole session is computed by :func:`simulate_session` when results are
     collected; the engine has no events to run here (no packets, no device), so the
-    runner only moves the clock to ``session_s``. Trace and manifest files are read,
+    runner only moves the clock to ``session_s``. It models no phone (``device =
+    False``): it is built on a :class:`~mqoe.device.no_device.NoDevice`, takes no profile
+    and loads none, and its records have no energy table. Trace and manifest files are read,
     and the synthetic trace drawn from the run's ``"trace"`` stream, at build time, so
     bad inputs fail before the run.
     """
@@ -320,8 +322,9 @@ class TraceAbr:
     summary = "an ABR rule over a replayed throughput trace (Sabre-style fast mode, no TCP)"
     params_type = TraceAbrParams
     quick: Mapping[str, str] = MappingProxyType({"session_s": "60"})
+    device = False  # no phone: see mqoe.workloads.base.runs_on_a_phone
 
-    def build(self, phone: Phone, params: TraceAbrParams) -> Session:
+    def build(self, phone: NoDevice, params: TraceAbrParams) -> Session:
         from mqoe.policies.abr import as_rule, make_rule  # lazily: the fast mode needs none
 
         if params.trace:

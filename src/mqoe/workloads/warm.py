@@ -35,6 +35,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from mqoe.device.no_device import NoDevice
 from mqoe.device.phone import Phone
 from mqoe.device.profiles import DeviceProfile
 from mqoe.results import RunRecord
@@ -130,7 +131,8 @@ def _early(run: PreparedRun, late: frozenset[str]) -> tuple[str, str]:
     """What a run's set-up depends on: its phone (CPU knobs applied) and the parameters
     that are not late, after defaults."""
     params = {k: v for k, v in params_dict(run.params).items() if k not in late}
-    return run.profile.model_dump_json(), repr(sorted(params.items()))
+    phone = run.profile.model_dump_json() if run.profile is not None else ""
+    return phone, repr(sorted(params.items()))
 
 
 class _GroupDone(BaseException):
@@ -166,7 +168,7 @@ class _Group:
             for index in self.prepared:
                 self.done(index, RunFailure.of(exc))
             return
-        if session.warm is None:  # the scenario has no warm-start point
+        if session.warm is None or isinstance(phone, NoDevice):  # no warm-start point
             self.run_cold(self.prepared)
             return
         fork = _Fork(self, session.warm, started)

@@ -24,8 +24,9 @@ from mqoe.device.cpu.hotplug import HOTPLUGS, make_hotplug
 from mqoe.device.profiles import DeviceProfile
 from mqoe.device.profiles.cpu_schema import GovernorSpec, HotplugSpec
 from mqoe.errors import UserError
+from mqoe.params import CPU_KNOBS
 
-CPU_KNOBS = ("governor", "hotplug", "interaction_boost")
+__all__ = ["BOOST_CHOICES", "CPU_KNOBS", "apply_cpu_knobs", "check_cpu_knob"]
 BOOST_CHOICES = ("on", "off", "floors-only")
 
 
