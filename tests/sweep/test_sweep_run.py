@@ -43,6 +43,17 @@ def simulated(root: Path) -> pd.DataFrame:
     return load_runs(root).drop(columns=CLOCK)
 
 
+def test_a_sweep_of_the_trace_mode_runs_without_a_phone(tmp_path: Path) -> None:
+    text = '[sweep]\nname = "t"\nscenario = "trace-abr"\nseeds = [1, 2]\n'
+    sweep = sweep_of(tmp_path, text + '[fixed]\nsession_s = 40\n[grid]\nrule = ["bba", "bola"]\n')
+    summary = run_sweep(sweep, tmp_path / "out", Backend(workers=1))
+    assert (summary.planned, summary.stored, summary.failed) == (4, 4, 0)
+    runs = load_runs(tmp_path / "out", expand_params=True)
+    assert sorted(runs["run_id"]) == sorted(job.run_id for job in sweep.jobs)
+    assert set(runs["profile"]) == {"none"} and "energy_j" not in runs.columns
+    assert set(runs["param_rule"]) == {"bba", "bola"} and runs["segments"].eq(10).all()
+
+
 def test_every_run_is_stored_once_and_tagged(tmp_path: Path) -> None:
     sweep = sweep_of(tmp_path)
     summary = run_sweep(sweep, tmp_path / "out", Backend(workers=1))
