@@ -70,3 +70,43 @@ def test_only_the_first_item_in_flight_holds_a_heap_entry() -> None:
 def test_a_negative_delay_is_refused() -> None:
     with pytest.raises(ValueError, match="negative delay"):
         DelayLine(Environment(), -1, print)
+
+
+def test_a_long_line_delivers_every_item_in_order_through_its_compactions() -> None:
+    # Hundreds in flight at once, delivered while more arrive: the line drops the
+    # delivered ones from its lists as it goes (mqoe.engine.kernel._COMPACT_AT).
+    env = Environment()
+    got: list[tuple[int, int]] = []
+    line: DelayLine[int] = DelayLine(env, 1_000, lambda i: got.append((env.now, i)))
+    for i in range(5_000):
+        line.put(i)
+        env.run(until_ns=env.now + 3)  # ~333 in flight
+        assert len(line) == min(i + 1, 333)  # those sent in the last 1,000 ns
+    env.run()
+    assert got == [(1_000 + 3 * i, i) for i in range(5_000)]
+    assert len(line) == 0 and not env._events
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 1_000), st.none()), max_size=600))
+def test_a_fifo_behaves_as_a_deque(ops: list[int | None]) -> None:
+    from collections import deque
+
+    from mqoe.engine import Fifo
+
+    fifo: Fifo[int] = Fifo()
+    reference: deque[int] = deque()
+    for op in ops:  # an integer is pushed; None pops (or must fail when empty)
+        if op is not None:
+            fifo.push(op)
+            reference.append(op)
+        elif reference:
+            assert fifo.first() == reference[0]
+            assert fifo.pop() == reference.popleft()
+        else:
+            with pytest.raises(IndexError):
+                fifo.pop()
+            with pytest.raises(IndexError):
+                fifo.first()
+        assert len(fifo) == len(reference)
+    assert [fifo.pop() for _ in range(len(fifo))] == list(reference)

@@ -3,7 +3,7 @@
 Knows nothing about phones. Time is an integer number of nanoseconds (:mod:`units`).
 """
 
-from mqoe.engine.kernel import NORMAL, URGENT, Deadline, DelayLine, Environment, Timer
+from mqoe.engine.kernel import NORMAL, URGENT, Deadline, DelayLine, Environment, Fifo, Timer
 from mqoe.engine.process import Event, Process
 from mqoe.engine.streams import RandomStreams, validate_seed
 from mqoe.engine.trace import Recorder
@@ -19,6 +19,7 @@ __all__ = [
     "DelayLine",
     "Environment",
     "Event",
+    "Fifo",
     "Process",
     "RandomStreams",
     "Recorder",

@@ -29,7 +29,6 @@ the Python source is the reference and runs identically without it.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Final, Generic, TypeVar
 
@@ -43,6 +42,9 @@ _FOREVER: Final = (1 << 62) - 1  # run() without a limit: later than any event
 
 Callback = Callable[[Any], None]
 T = TypeVar("T")
+# A list-based queue drops its delivered items once this many lead it and they are half
+# of it (amortised O(1); until then they are only unreferenced when the queue empties).
+_COMPACT_AT: Final = 64
 
 
 class _Entry:
@@ -315,7 +317,7 @@ class DelayLine(Scheduled, Generic[T]):
     so that an item would overtake the last one in line, it gets a timer of its own.
     """
 
-    __slots__ = ("_append", "_deliver", "_env", "_line", "_popleft", "delay_ns")
+    __slots__ = ("_deliver", "_env", "_head", "_items", "_seqs", "_times", "delay_ns")
 
     def __init__(self, env: Environment, delay_ns: int, deliver: Callable[[T], None]) -> None:
         if delay_ns < 0:
@@ -323,35 +325,91 @@ class DelayLine(Scheduled, Generic[T]):
         self._env = env
         self.delay_ns = delay_ns
         self._deliver = deliver
-        # (arrival time, insertion number, item), in arrival order.
-        self._line: deque[tuple[int, int, T]] = deque()
-        # Its methods, looked up once (compiled, a deque's are looked up by name per call).
-        self._append = self._line.append
-        self._popleft = self._line.popleft
+        # The line, in arrival order: arrival time, insertion number and item, from
+        # ``_head`` on (parallel lists and a head index: no tuple per item and, compiled,
+        # no deque method called by name).
+        self._times: list[int] = []
+        self._seqs: list[int] = []
+        self._items: list[T] = []
+        self._head = 0
 
     def __len__(self) -> int:
-        return len(self._line)
+        return len(self._times) - self._head
 
     def put(self, item: T) -> None:
         env = self._env
         time_ns = env.now + self.delay_ns
-        line = self._line
-        if line and line[-1][0] > time_ns:  # would overtake: not a FIFO any more
+        times = self._times
+        if len(times) > self._head and times[-1] > time_ns:  # would overtake: not a FIFO
             env.schedule(self.delay_ns, self._deliver, item)
             return
         seq = env._seq + 1
         env._seq = seq
-        self._append((time_ns, seq, item))
-        if len(line) == 1:
+        times.append(time_ns)
+        self._seqs.append(seq)
+        self._items.append(item)
+        if len(times) - self._head == 1:
             _heappush(env._events, _Entry(time_ns, NORMAL, seq, self))
 
     def _trigger(self) -> None:
-        line = self._line
-        item = self._popleft()[2]
-        if line:
-            time_ns, seq, _ = line[0]
-            _heappush(self._env._events, _Entry(time_ns, NORMAL, seq, self))
+        head = self._head
+        times = self._times
+        item = self._items[head]
+        head += 1
+        if head == len(times):  # empty: start the lists again
+            times.clear()
+            self._seqs.clear()
+            self._items.clear()
+            head = 0
+        else:
+            if head >= _COMPACT_AT and 2 * head >= len(times):  # drop the delivered
+                del times[:head]
+                del self._seqs[:head]
+                del self._items[:head]
+                head = 0
+            _heappush(self._env._events, _Entry(times[head], NORMAL, self._seqs[head], self))
+        self._head = head
         self._deliver(item)
+
+
+class Fifo(Generic[T]):
+    """A first-in first-out queue: a list and a head index. Compiled, it beats a
+    ``deque``, whose methods mypyc calls by name; interpreted, it is as fast."""
+
+    __slots__ = ("_head", "_items")
+
+    def __init__(self) -> None:
+        self._items: list[T] = []
+        self._head = 0
+
+    def __len__(self) -> int:
+        return len(self._items) - self._head
+
+    def push(self, item: T) -> None:
+        self._items.append(item)
+
+    def first(self) -> T:
+        """The oldest item (IndexError when empty)."""
+        if self._head == len(self._items):
+            raise IndexError("first() of an empty Fifo")
+        return self._items[self._head]
+
+    def pop(self) -> T:
+        """Remove and return the oldest item (IndexError when empty)."""
+        head = self._head
+        items = self._items
+        if head == len(items):
+            raise IndexError("pop() from an empty Fifo")
+        item = items[head]
+        head += 1
+        if head == len(items):
+            items.clear()
+            head = 0
+        elif head >= _COMPACT_AT and 2 * head >= len(items):
+            del items[:head]
+            head = 0
+        self._head = head
+        return item
 
 
 class Deadline(Scheduled):

@@ -8,11 +8,10 @@ packet being serialised is no longer in the queue (as with a qdisc and a NIC).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
-from mqoe.engine import DelayLine, Environment
+from mqoe.engine import DelayLine, Environment, Fifo
 from mqoe.engine.process import Scheduled
 
 HEADER_BYTES: Final = 40  # IPv4 + TCP headers without options (RFC 791, RFC 793)
@@ -105,7 +104,7 @@ class Link(Scheduled):
         self._tx_ns_per_byte = 8e9 / rate_bps
         # Packets propagating to the far end: one heap entry per link, not per packet.
         self.propagation: DelayLine[Packet] = DelayLine(env, delay_ns, arrive)
-        self._queue: deque[Packet] = deque()
+        self._queue: Fifo[Packet] = Fifo()
         self._busy = False
         self._sending: Packet | None = None  # the packet being serialised
         self.queue_bytes = 0
@@ -122,7 +121,7 @@ class Link(Scheduled):
         if not self._busy:
             self._transmit(packet)
         elif self.queue_bytes + packet.size <= self.queue_limit_bytes:
-            self._queue.append(packet)
+            self._queue.push(packet)
             self.queue_bytes += packet.size
         else:
             self.drops += 1
@@ -143,8 +142,8 @@ class Link(Scheduled):
         self.packets_forwarded += 1
         self.bytes_forwarded += packet.size
         self.propagation.put(packet)
-        if self._queue:
-            nxt = self._queue.popleft()
+        if len(self._queue):
+            nxt = self._queue.pop()
             self.queue_bytes -= nxt.size
             self._transmit(nxt)
         else:

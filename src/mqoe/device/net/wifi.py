@@ -71,20 +71,20 @@ class WifiInterface(Link):
 
     def enqueue(self, packet: Packet) -> None:
         if self.queue_bytes + packet.size <= self.queue_limit_bytes:
-            self._queue.append(packet)
+            self._queue.push(packet)
             self.queue_bytes += packet.size
             self.medium.kick()
         else:
             self.drops += 1
 
     def _pop(self) -> Packet:
-        packet = self._queue.popleft()
+        packet = self._queue.pop()
         self.queue_bytes -= packet.size
         return packet
 
     @property
     def backlogged(self) -> bool:
-        return bool(self._queue)
+        return len(self._queue) > 0
 
 
 class WifiMedium(Scheduled):
@@ -148,7 +148,7 @@ class WifiMedium(Scheduled):
         n = len(interfaces)
         for k in range(n):
             iface = interfaces[(self._turn + k) % n]
-            if iface._queue:
+            if len(iface._queue):
                 self._turn = (self._turn + k + 1) % n
                 packet = iface._pop()
                 self._transmit(iface, packet, self.frame_airtime_ns(packet.size))
@@ -170,7 +170,7 @@ class WifiMedium(Scheduled):
         winner: WifiInterface | None = None
         tie = False
         for iface in self.interfaces:
-            if not iface._queue:
+            if not len(iface._queue):
                 continue
             if iface.backoff < 0:
                 iface.backoff = int(random() * (iface.cw + 1))
@@ -181,7 +181,7 @@ class WifiMedium(Scheduled):
         if winner is None:
             return
         for iface in self.interfaces:
-            if iface._queue:
+            if len(iface._queue):
                 iface.backoff -= best  # the others' counters freeze at what is left
         idle = DIFS_NS + best * SLOT_NS
         if not tie:
@@ -191,8 +191,8 @@ class WifiMedium(Scheduled):
                 winner, packet, idle + self._frame_ns(packet.size) + SIFS_NS + MAC_ACK_NS
             )
             return
-        winners = [i for i in self.interfaces if i._queue and i.backoff == 0]
-        longest = max(self._frame_ns(iface._queue[0].size) for iface in winners)
+        winners = [i for i in self.interfaces if len(i._queue) and i.backoff == 0]
+        longest = max(self._frame_ns(iface._queue.first().size) for iface in winners)
         airtime = idle + longest + ACK_TIMEOUT_NS
         self.collisions += 1
         for iface in winners:
