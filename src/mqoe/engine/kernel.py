@@ -211,6 +211,21 @@ class Environment:
         self._seq = seq
         _heappush(self._events, _Entry(self.now + delay_ns, NORMAL, seq, event))
 
+    def _entry_of(self, item: Scheduled) -> _Entry:
+        """A heap entry for ``item`` to re-push with :meth:`_push_own`: for items that are
+        in the heap at most once at a time (a link's transmission, the Wi-Fi channel's
+        frame), so no entry is allocated per event."""
+        return _Entry(0, NORMAL, 0, item)
+
+    def _push_own(self, delay_ns: int, entry: _Entry) -> None:
+        """As :meth:`_push_event` for ``entry.item``, reusing ``entry`` (which must not be
+        in the heap: the run loop reads no entry after triggering its item)."""
+        seq = self._seq + 1
+        self._seq = seq
+        entry.time_ns = self.now + delay_ns
+        entry.seq = seq
+        _heappush(self._events, entry)
+
     def _push_timer(self, timer: Timer, priority: int = NORMAL) -> None:
         """Put a timer made by the caller in the heap at its ``time_ns`` (not before now),
         ordered as ``schedule`` would order it (the CPU scheduler's inlined schedule)."""
@@ -317,7 +332,7 @@ class DelayLine(Scheduled, Generic[T]):
     so that an item would overtake the last one in line, it gets a timer of its own.
     """
 
-    __slots__ = ("_deliver", "_env", "_head", "_items", "_seqs", "_times", "delay_ns")
+    __slots__ = ("_deliver", "_entry", "_env", "_head", "_items", "_seqs", "_times", "delay_ns")
 
     def __init__(self, env: Environment, delay_ns: int, deliver: Callable[[T], None]) -> None:
         if delay_ns < 0:
@@ -332,6 +347,9 @@ class DelayLine(Scheduled, Generic[T]):
         self._seqs: list[int] = []
         self._items: list[T] = []
         self._head = 0
+        # The line's one heap entry (for its first item), reused: it is in the heap only
+        # while the line holds an item, and is re-pushed only after it was popped.
+        self._entry = _Entry(0, NORMAL, 0, self)
 
     def __len__(self) -> int:
         return len(self._times) - self._head
@@ -349,7 +367,10 @@ class DelayLine(Scheduled, Generic[T]):
         self._seqs.append(seq)
         self._items.append(item)
         if len(times) - self._head == 1:
-            _heappush(env._events, _Entry(time_ns, NORMAL, seq, self))
+            entry = self._entry
+            entry.time_ns = time_ns
+            entry.seq = seq
+            _heappush(env._events, entry)
 
     def _trigger(self) -> None:
         head = self._head
@@ -367,7 +388,10 @@ class DelayLine(Scheduled, Generic[T]):
                 del self._seqs[:head]
                 del self._items[:head]
                 head = 0
-            _heappush(self._env._events, _Entry(times[head], NORMAL, self._seqs[head], self))
+            entry = self._entry
+            entry.time_ns = times[head]
+            entry.seq = self._seqs[head]
+            _heappush(self._env._events, entry)
         self._head = head
         self._deliver(item)
 

@@ -73,6 +73,7 @@ class Link(Scheduled):
 
     __slots__ = (
         "_busy",
+        "_entry",
         "_queue",
         "_sending",
         "_tx_ns_per_byte",
@@ -107,6 +108,7 @@ class Link(Scheduled):
         self._queue: Fifo[Packet] = Fifo()
         self._busy = False
         self._sending: Packet | None = None  # the packet being serialised
+        self._entry = env._entry_of(self)  # its heap entry, one transmission at a time
         self.queue_bytes = 0
         self.drops = 0
         self.packets_forwarded = 0
@@ -130,7 +132,7 @@ class Link(Scheduled):
         self._busy = True
         self._sending = packet
         tx_ns = max(1, round(packet.size * self._tx_ns_per_byte))
-        self.env._push_event(tx_ns, self)
+        self.env._push_own(tx_ns, self._entry)
 
     def _trigger(self) -> None:
         packet = self._sending

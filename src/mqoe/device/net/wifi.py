@@ -124,6 +124,7 @@ class WifiMedium(Scheduled):
         self._frame: Packet | None = None
         self._turn = 0  # round-robin position: who gets the next opportunity
         self.busy_ns = 0
+        self._entry = env._entry_of(self)  # its heap entry: one thing on the air at a time
 
     def interface(self, name: str, queue_limit_bytes: int, delay_ns: int = 0) -> WifiInterface:
         """A new transmitter on this channel."""
@@ -161,7 +162,7 @@ class WifiMedium(Scheduled):
         self._busy = True
         self._on_air = iface
         self._frame = packet
-        self.env._push_event(airtime, self)  # → _sent(iface, packet)
+        self.env._push_own(airtime, self._entry)  # → _sent(iface, packet)
 
     def _contend(self, random: Callable[[], float]) -> None:
         """One DCF contention round among the backlogged transmitters (no allocation
@@ -210,7 +211,7 @@ class WifiMedium(Scheduled):
         self.busy_ns += airtime
         self._busy = True
         self._on_air = None
-        self.env._push_event(airtime, self)  # → _idle()
+        self.env._push_own(airtime, self._entry)  # → _idle()
 
     def _frame_ns(self, size_bytes: int) -> int:
         return PREAMBLE_NS + round((size_bytes + self.mac_header_bytes) * self._ns_per_byte)
