@@ -285,7 +285,7 @@ def _parse_seed(text: str) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from mqoe.workloads.base import parse_assignments, parse_params, runs_on_a_phone
+    from mqoe.workloads.base import parse_assignments, parse_params, why_no_phone
 
     if args.list or not args.scenario:
         if not args.list:
@@ -300,8 +300,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     overrides = parse_assignments(args.assignments)
     entry, population = _registered(args.scenario)
     parse_params(entry.params_type, overrides, args.scenario)
-    no_phone = "draws its own phones" if population else "models no phone"
-    if (population or not runs_on_a_phone(entry)) and (args.profile is not None or args.trace):
+    no_phone = why_no_phone(entry, population)
+    if no_phone and (args.profile is not None or args.trace):
         raise UserError(
             f"mqoe run {args.scenario}: it {no_phone}; --profile and --trace do not apply"
         )
@@ -310,10 +310,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from mqoe.results import ResultsStore, default_results_dir, ensure_output_dir
     from mqoe.workloads.runner import refuse_cpu_knobs, run_population, run_scenario
 
-    if population or not runs_on_a_phone(entry):
-        refuse_cpu_knobs(args.scenario, overrides, population)
     profile = None
-    if not population and runs_on_a_phone(entry):
+    if no_phone:
+        refuse_cpu_knobs(args.scenario, overrides, entry, population)
+    else:
         from mqoe.device.profiles import load_profile
 
         profile = load_profile(args.profile or "nokia-1")

@@ -49,7 +49,7 @@ from mqoe.engine import validate_seed
 from mqoe.errors import InputFileError, UserError
 from mqoe.params import coerce
 from mqoe.workloads import SCENARIOS
-from mqoe.workloads.base import NO_PROFILE, params_dict, parse_params, runs_on_a_phone
+from mqoe.workloads.base import NO_PROFILE, params_dict, parse_params, why_no_phone
 from mqoe.workloads.population import POPULATIONS
 
 Value = bool | int | float | str
@@ -263,14 +263,9 @@ def _expand(spec: SweepFile, path: Path) -> Sweep:
     if section.scenario not in SCENARIOS and not population:
         known = ", ".join(sorted({*SCENARIOS, *POPULATIONS}))
         raise _fail(path, ("sweep", "scenario"), f"unknown scenario; available: {known}")
-    params_type = (
-        POPULATIONS[section.scenario] if population else SCENARIOS[section.scenario]
-    ).params_type
-    entry = None if population else SCENARIOS[section.scenario]
-    no_phone = "draws its own phones" if population else "models no phone"
-    profiles = _profiles(
-        section, no_phone if population or not runs_on_a_phone(entry) else "", path
-    )
+    entry = POPULATIONS[section.scenario] if population else SCENARIOS[section.scenario]
+    params_type = entry.params_type
+    profiles = _profiles(section, why_no_phone(entry, population), path)
     _check_size(spec, len(profiles), path)
     seeds = _seeds(section.seeds)
     points = _points(spec, params_type, path)

@@ -89,6 +89,14 @@ def runs_on_a_phone(scenario: object) -> bool:
     return bool(getattr(scenario, "device", True))
 
 
+def why_no_phone(scenario: object, population: bool) -> str:
+    """Why a run of ``scenario`` takes no profile, as errors say it; "" when it runs on
+    a phone. A population (``population``) draws its own phones."""
+    if population:
+        return "draws its own phones"
+    return "" if runs_on_a_phone(scenario) else "models no phone"
+
+
 def parse_params(params_type: type[Any], overrides: Mapping[str, str], scenario: str) -> Any:
     """Build a params dataclass from ``key=value`` strings, with one-line errors for users.
 

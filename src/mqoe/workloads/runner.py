@@ -29,6 +29,7 @@ from mqoe.workloads.base import (
     params_dict,
     parse_params,
     runs_on_a_phone,
+    why_no_phone,
 )
 from mqoe.workloads.components import SLOTS as COMPONENT_SLOTS
 from mqoe.workloads.components import describe
@@ -199,7 +200,7 @@ def prepare_run(
     knobs: Mapping[str, object] = {}
     if not runs_on_a_phone(scenario):
         profile = None
-        refuse_cpu_knobs(name, overrides or {}, population=False)
+        refuse_cpu_knobs(name, overrides or {}, scenario, population=False)
     elif profile is None:
         raise UserError(f"scenario {name!r} runs on a phone: give it a profile")
     else:
@@ -221,7 +222,7 @@ def run_population(
 
     population = get_population(name)
     seed = validate_seed(seed)
-    refuse_cpu_knobs(name, overrides or {}, population=True)
+    refuse_cpu_knobs(name, overrides or {}, population, population=True)
     params = parse_params(population.params_type, overrides or {}, name)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     wall_start = time.perf_counter()
@@ -246,14 +247,16 @@ def run_population(
     )
 
 
-def refuse_cpu_knobs(name: str, overrides: Mapping[str, str], population: bool) -> None:
+def refuse_cpu_knobs(
+    name: str, overrides: Mapping[str, str], scenario: object, population: bool
+) -> None:
     """A one-line error for a CPU knob (``--set governor=…``) on a scenario without a
-    phone of its own: a population (it draws its phones) or one that models none."""
+    phone of its own (:func:`~mqoe.workloads.base.why_no_phone` says why)."""
     knobs = sorted(set(overrides) & set(CPU_KNOBS))
     if not knobs:
         return
-    if population:
-        why, hint = "draws its own phones", " (set it in the profiles instead)"
-    else:
-        why, hint = "models no phone", ""
-    raise UserError(f"scenario {name!r} {why}; --set {knobs[0]} applies to phone scenarios{hint}")
+    hint = " (set it in the profiles instead)" if population else ""
+    raise UserError(
+        f"scenario {name!r} {why_no_phone(scenario, population)}; --set {knobs[0]} applies"
+        f" to phone scenarios{hint}"
+    )
