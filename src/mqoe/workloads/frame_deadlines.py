@@ -21,7 +21,7 @@ from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.errors import UserError
 from mqoe.metrics.frames import deadline_summary
-from mqoe.metrics.sched import preemption_summary, thread_states
+from mqoe.metrics.sched import preemption_frame, preemption_summary, thread_states
 from mqoe.params import bounds
 from mqoe.workloads.base import ScenarioOutput, Session
 
@@ -103,7 +103,7 @@ class FrameDeadlines:
                 columns=["index", "vsync_ns", "end_ns", "deadline_ns"],
             )
             threads = pd.DataFrame(phone.cpu.thread_table())
-            preemptions = pd.DataFrame(phone.cpu.preemptions.rows())
+            preemptions = preemption_frame(phone.cpu.preemptions.rows())
             metrics: dict[str, float | int] = dict(
                 deadline_summary(frame_table, period_ns, duration_ns)
             )

@@ -28,7 +28,7 @@ from mqoe.device.memory import Memory
 from mqoe.device.phone import Phone
 from mqoe.engine import seconds
 from mqoe.metrics.frames import playback_summary
-from mqoe.metrics.sched import STATE_COLUMNS, preemption_summary, thread_states
+from mqoe.metrics.sched import STATE_COLUMNS, preemption_frame, preemption_summary, thread_states
 from mqoe.params import NEGATIVE_OK, bounds
 from mqoe.policies.abr import (
     AbrRule,
@@ -280,7 +280,7 @@ def collect_session(phone: Phone, params: VideoParams, state: dict[str, object])
     due = player.frames_due(player.crashed_ns if crashed else now)
     threads = pd.DataFrame(phone.cpu.thread_table())
     window = _playback_window(threads, state)
-    preemptions = pd.DataFrame(phone.cpu.preemptions.rows())
+    preemptions = preemption_frame(phone.cpu.preemptions.rows())
     if len(preemptions):
         end_ns = start_ns + seconds(params.duration_s)
         in_window = (preemptions["time_ns"] >= start_ns) & (preemptions["time_ns"] < end_ns)
