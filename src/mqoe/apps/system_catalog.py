@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, fields
+from functools import cache
 from importlib import resources
 
 CATALOGUE = "system.toml"
@@ -60,9 +61,19 @@ _TYPES: dict[str, tuple[type, ...]] = {
 
 def load_catalogue(table: str, text: str | None = None) -> tuple[ServiceSpec, ...]:
     """The ``go`` or ``full`` service table (``text``: a catalogue to parse instead)."""
-    source = CATALOGUE if text is None else "catalogue text"
     if text is None:
-        text = resources.files("mqoe.apps").joinpath("catalog", CATALOGUE).read_text()
+        return _packaged(table)
+    return _parse(table, text, "catalogue text")
+
+
+@cache
+def _packaged(table: str) -> tuple[ServiceSpec, ...]:
+    """The packaged catalogue's table, parsed once per process (every phone boots it)."""
+    text = resources.files("mqoe.apps").joinpath("catalog", CATALOGUE).read_text()
+    return _parse(table, text, CATALOGUE)
+
+
+def _parse(table: str, text: str, source: str) -> tuple[ServiceSpec, ...]:
     data = tomllib.loads(text)
     entries = data.get(table)
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
