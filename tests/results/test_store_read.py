@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -116,3 +117,37 @@ def test_any_metrics_round_trip(
     assert list(back) == list(metrics)
     for name, value in metrics.items():
         assert _same(value, back[name]), (name, value, back[name])
+
+
+_COLUMNS = st.sampled_from(
+    [
+        st.integers(-(2**40), 2**40),
+        st.floats(allow_nan=True, allow_infinity=False),
+        st.booleans(),
+        st.text(max_size=6),
+        st.one_of(st.none(), st.integers(0, 9)),
+    ]
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), rows=st.integers(0, 6), width=st.integers(1, 4))
+def test_a_table_reads_back_as_the_stored_file_without_its_run_id(
+    tmp_path: Path, data: st.DataObject, rows: int, width: int
+) -> None:
+    """read() drops the store's run_id column before converting to pandas; the frame is
+    the one converting the whole file and dropping the column afterwards gives."""
+    columns = {
+        f"c{i}": data.draw(st.lists(data.draw(_COLUMNS), min_size=rows, max_size=rows))
+        for i in range(width)
+    }
+    root = Path(tempfile.mkdtemp(dir=tmp_path))  # one store per example
+    store = ResultsStore(root)
+    store.write(_record("t", {}, tables={"cells": pd.DataFrame(columns)}))
+    stored = pq.read_table(root / "tables" / "cells" / "t.parquet")
+    expected = stored.to_pandas().drop(columns="run_id")
+    back = store.read("t").tables["cells"]
+    pd.testing.assert_frame_equal(back, expected, check_exact=True)
+    assert type(back.index) is type(expected.index)
