@@ -213,3 +213,17 @@ def test_streaming_runs_share_the_set_up_exactly() -> None:
     warm = run_group("video-stream", NOKIA, 1, cells)
     for result, overrides in zip(warm, cells, strict=True):
         assert_same_record(result, run_scenario("video-stream", NOKIA, 1, overrides))
+
+
+def test_netpis_runs_differing_in_the_apps_receive_buffer_share_the_set_up_exactly() -> None:
+    """The background download alone until the video starts, then each run's own buffer."""
+    nexus = load_profile("nexus-5")
+    early = {"mode": "seq", "variant": "original", "other_stations": "1", "duration_s": "9",
+             "fg_start_s": "4", "video_s": "4"}  # fmt: skip
+    cells = [early, early | {"fg_rcvbuf_kb": "64"}, early | {"fg_rcvbuf_kb": "16"}]
+    warm = run_group("netpis", nexus, 2, cells)
+    for result, overrides in zip(warm, cells, strict=True):
+        assert_same_record(result, run_scenario("netpis", nexus, 2, overrides))
+    # Not vacuous: the buffers differ after the set-up the runs share.
+    fg_buffers = {r.metrics["fg_rcvbuf_mb"] for r in warm if isinstance(r, RunRecord)}
+    assert len(fg_buffers) == 3

@@ -52,7 +52,7 @@ from mqoe.policies.netpis import (
     classify,
     foreground_pid,
 )
-from mqoe.workloads.base import ScenarioOutput, Session
+from mqoe.workloads.base import ScenarioOutput, Session, WarmStart
 
 # Two video services (the NetPIS study: "ten videos, two services"): ladders in kbit/s.
 SERVICES = {
@@ -303,6 +303,9 @@ class NetPisScenario:
     quick: Mapping[str, str] = MappingProxyType(
         {"duration_s": "70", "fg_start_s": "15", "video_s": "40"}
     )
+    # Read when the foreground app starts, not before: runs that differ only in these
+    # share everything up to then (warm starts, decision 0005).
+    late_params = frozenset({"fg_rcvbuf_kb"})
 
     def build(self, phone: Phone, params: NetPisScenarioParams) -> Session:
         env = phone.env
@@ -333,7 +336,11 @@ class NetPisScenario:
         fg_start = seconds(params.fg_start_s if params.mode == "seq" else 0.0)
         end_ns = seconds(params.duration_s)
 
+        late = [params]  # the run's late parameters (another run's, after a warm start)
+
         def start_fg(_: object) -> None:
+            warm.reached()  # the set-up ends here: nothing before read a late parameter
+            fg_rcvbuf_kb = late[0].fg_rcvbuf_kb
             name = "com.google.android.youtube" if params.app == "video" else "com.android.browser"
             proc = procs.spawn(name, FOREGROUND_APP_ADJ, env.now)
             owner = AppOwner(phone, proc, params)
@@ -346,8 +353,8 @@ class NetPisScenario:
                 done = browser.done
             else:
                 fg_tcp = tcp
-                if params.fg_rcvbuf_kb:
-                    fg_tcp = replace(tcp, rcvbuf_bytes=max(1, round(params.fg_rcvbuf_kb * 1024)))
+                if fg_rcvbuf_kb:
+                    fg_tcp = replace(tcp, rcvbuf_bytes=max(1, round(fg_rcvbuf_kb * 1024)))
                 video = _video(env, net, fg_tcp, owner, params.service, params.video_s)
                 state.video = video
                 http = video.http
@@ -391,10 +398,15 @@ class NetPisScenario:
         if params.mode == "service":  # generous: ends early once the video has ended
             duration = seconds(params.video_s * 3 + 120)
 
-        def collect() -> ScenarioOutput:
-            return _collect(params, state, controller, net, medium, samples)
+        def rebind(params: NetPisScenarioParams) -> int:
+            late[0] = params
+            return duration  # read from early parameters only
 
-        return Session(duration, collect)
+        def collect() -> ScenarioOutput:
+            return _collect(late[0], state, controller, net, medium, samples)
+
+        warm = WarmStart(self.late_params, rebind)
+        return Session(duration, collect, warm)
 
 
 class _State:
