@@ -189,7 +189,7 @@ def test_free_returns_the_pages_of_the_zspages_it_empties() -> None:
     pool.check()
 
 
-@pytest.mark.parametrize("bad", [[0], [99], [-1], [1, 1], [2, 3]])
+@pytest.mark.parametrize("bad", [[0], [99], [-1], [1, 1], [2, 4, 2], [2, 3]])
 def test_a_bad_free_raises_and_changes_nothing(bad: list[int]) -> None:
     pool = ZsPool()
     pool.alloc(sizes(100, 200, 4096, 26))  # classes 112 (2 pages), 208 (2), 4096, 32
