@@ -35,6 +35,24 @@ def _can_drop() -> str | None:
     return None
 
 
+def skip_unless_nobody_starts_interpreters() -> None:
+    """Skip unless ``nobody`` can start a second interpreter, as a sweep's workers do:
+    where the interpreter lies behind a directory only root may enter (a pyenv build under
+    ``/root``), a process started as nobody still runs but its children cannot exec."""
+    reason = _can_drop()
+    if reason is not None:
+        pytest.skip(reason)
+    probe = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+         sys.executable, "-c",
+         "import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-c', '']).returncode)"],
+        capture_output=True, text=True, check=False, cwd="/",
+    )  # fmt: skip
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        pytest.skip(f"nobody cannot start a worker interpreter here: {last[-200:]}")
+
+
 def run_as_nobody(args: list[str], timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
     """``python -m mqoe ARGS`` as user nobody (skips the test when that is impossible)."""
     return _python_as_nobody(["-m", "mqoe", *args], timeout_s)

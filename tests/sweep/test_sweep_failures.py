@@ -140,8 +140,9 @@ def test_out_that_is_a_file_is_refused_before_any_run(
 
 @pytest.mark.slow  # two interpreters started as another user
 def test_unwritable_out_is_refused_before_any_run() -> None:
-    from tests.unprivileged import run_as_nobody, world_dir
+    from tests.unprivileged import run_as_nobody, skip_unless_nobody_starts_interpreters, world_dir
 
+    skip_unless_nobody_starts_interpreters()  # `mqoe sweep` starts its workers first
     with world_dir() as folder:
         spec = folder / "sweep.toml"
         spec.write_text(SPEC, encoding="utf-8")
