@@ -19,7 +19,8 @@ from mqoe import native
 # pressure (video) on one cluster, on big.LITTLE with schedutil (PELT, capacity-aware
 # placement) and under HMP placement; the zsmalloc pool of compressed GPU buffers
 # (app-switching); generator processes on the kernel; the trace-driven player under
-# fast-path rules and history rules, on a trace whose latency varies (a ladder of ints).
+# fast-path rules and history rules, on a trace whose latency varies (a ladder of ints);
+# the governors' constructor parameters.
 _RUNS = """
 import json, sys
 import numpy as np
@@ -64,6 +65,13 @@ for rule in ("bba", "bola", "fixed:representation=3", "throughput",
     columns = session_columns(trace, manifest, make_rule(rule), buffer_max_s=30.0,
                               session_s=400.0, startup_segments=2)
     out["trace-abr " + rule] = repr(columns)
+# What `--set governor=…` and a profile's tunables may set, and as which types: read from
+# the compiled classes' text signatures, from the annotations when interpreted.
+from mqoe.device.cpu.governors import GOVERNORS
+from mqoe.params import constructor_parameters
+out["governor parameters"] = repr({name: {k: v.__name__ for k, v in
+                                          constructor_parameters(cls).items()}
+                                   for name, cls in GOVERNORS.items()})
 json.dump(out, sys.stdout)
 """
 
@@ -89,7 +97,8 @@ def test_compiled_and_interpreted_kernels_give_identical_results(tmp_path: Path)
     traces = {f"trace-abr {rule}" for rule in ("bba", "bola", "fixed:representation=3",
               "throughput", "conservative:mode=continuous", "exoplayer")}  # fmt: skip
     assert set(interpreted) == {"spiral", "netpis", "app-switching", "processes", *videos,
-                                *traces}  # fmt: skip
+                                *traces, "governor parameters"}  # fmt: skip
+    assert "'go_hispeed_load': 'float'" in str(compiled["governor parameters"])
 
 
 def test_a_compiled_module_older_than_its_source_is_stale(

@@ -63,10 +63,21 @@ def coerce(text: str, kind: Any, label: str) -> Any:
 
 
 def constructor_parameters(component: type) -> dict[str, Any]:
-    """Keyword parameters of a class's constructor with their (evaluated) annotations."""
+    """Keyword parameters of a class's constructor with their (evaluated) annotations.
+
+    A class compiled with mypyc (:mod:`mqoe.native`) has a text signature instead: its
+    parameters read as positional-only and unannotated, though its constructor takes
+    them by keyword and checks their types. There each default's type stands for the
+    annotation (compiled defaults keep their types: ``99.0`` for a float, ``0`` for an
+    int), and a parameter without a default is a string."""
     out: dict[str, Any] = {}
+    compiled = not inspect.isfunction(getattr(component, "__init__", None))
+    keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     for parameter in inspect.signature(component, eval_str=True).parameters.values():
-        if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+        if compiled and parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            has_default = parameter.default is not inspect.Parameter.empty
+            out[parameter.name] = type(parameter.default) if has_default else str
+        elif parameter.kind in keyword:
             empty = parameter.annotation is inspect.Parameter.empty
             out[parameter.name] = str if empty else parameter.annotation
     return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -411,10 +412,10 @@ class ServiceRestarts:
     churn that keeps reclaim and storage reads going after lmkd has killed.
     """
 
-    RESTART_NS = seconds(1)
-    RESET_RUN_NS = seconds(60)
-    FACTOR = 4
-    MIN_BETWEEN_NS = seconds(10)
+    RESTART_NS: ClassVar[int] = seconds(1)
+    RESET_RUN_NS: ClassVar[int] = seconds(60)
+    FACTOR: ClassVar[int] = 4
+    MIN_BETWEEN_NS: ClassVar[int] = seconds(10)
 
     def __init__(self, phone: Phone) -> None:
         self.phone = phone
