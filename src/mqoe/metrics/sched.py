@@ -8,6 +8,7 @@ give the same columns: thread states as in Perfetto (Running, Runnable, Runnable
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -73,7 +74,7 @@ def preemption_summary(preemptions: pd.DataFrame, threads: pd.DataFrame) -> pd.D
     first[1:] = (by[1:] != by[:-1]) | (seen[1:] != seen[:-1])
     victims = np.bincount(by[first], minlength=n)
 
-    def resolved(column: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.intp]]:
+    def resolved(column: str) -> tuple[npt.NDArray[Any], npt.NDArray[np.intp]]:
         """Per preemptor: the sum and count of ``column``'s resolved values (≥ 0)."""
         values = preemptions[column].to_numpy(np.float64)
         ok = values >= 0

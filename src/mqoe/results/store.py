@@ -609,7 +609,10 @@ def _read_parquet(path: Path) -> pa.Table:
 def _without_run_id(table: pa.Table) -> pd.DataFrame:
     """A stored table as its record held it: the store's ``run_id`` column dropped before
     the conversion to pandas (the same frame as dropping it after, at half the cost)."""
-    return table.remove_column(table.schema.get_field_index("run_id")).to_pandas(use_threads=False)
+    frame: pd.DataFrame = table.remove_column(table.schema.get_field_index("run_id")).to_pandas(
+        use_threads=False
+    )
+    return frame
 
 
 def _write_table(path: Path, table: pa.Table) -> None:
