@@ -178,3 +178,21 @@ def test_the_kept_aged_devices_are_few_and_independent(monkeypatch: pytest.Monke
     for seed in range(2, 2 + file_space._AGED_MAX + 2):
         Phone(make_profile([(2, 1000.0, 1.0)]), 1).storage.age(0.6, np.random.default_rng(seed))
     assert len(file_space._AGED) == file_space._AGED_MAX
+
+
+def test_restore_takes_every_attribute_of_an_ftl() -> None:
+    """What a kept aged device is restored from: every attribute, compiled (mypyc lists a
+    native class's attributes in ``__mypyc_attrs__``) or interpreted (``vars``)."""
+    fresh = Ftl(1 << 14)
+    attributes = getattr(Ftl, "__mypyc_attrs__", None) or tuple(vars(fresh))
+    assert set(ftl_module._STATE) == set(attributes) - {"__dict__"}
+    used = Ftl(1 << 14)
+    used.fill(0.6, np.random.default_rng(3))
+    used.write(np.arange(500))
+    fresh.restore(used)
+    assert _state(fresh) == _state(used)
+    assert all(
+        np.array_equal(getattr(fresh, name), getattr(used, name)) for name in ftl_module._STATE
+    )
+    fresh.write(np.arange(50))  # independent: the source does not change
+    assert _state(fresh) != _state(used)

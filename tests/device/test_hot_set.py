@@ -19,6 +19,7 @@ from mqoe.device.lru import Lists
 from mqoe.device.phone import Phone
 from mqoe.device.process import FOREGROUND_APP_ADJ, Process
 from mqoe.device.profiles import MemorySpec
+from mqoe.device.storage import IoRequest
 from mqoe.engine import Event, ms, seconds
 from tests.conftest import app, make_profile
 
@@ -75,14 +76,12 @@ def user_missing(p: Phone, file_mb: int, missing_mb: int) -> tuple[Process, Any]
 def recording_reads(p: Phone) -> list[int]:
     """The page counts of the storage requests from now on."""
     reads: list[int] = []
-    storage = p.memory.storage
-    submit = storage.submit
 
-    def record(pages: int, write: bool = False, lpns: Any = None) -> Event:
-        reads.append(pages)
-        return submit(pages, write, lpns)
+    def record(request: IoRequest) -> None:
+        if not request.discard:
+            reads.append(request.pages)
 
-    storage.submit = record  # type: ignore[method-assign]
+    p.memory.storage.request_listener = record
     return reads
 
 

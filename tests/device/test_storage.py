@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mqoe.device.cpu import PreemptKind, ThreadState
 from mqoe.device.ftl import PAGE_BYTES, Ftl
 from mqoe.device.phone import Phone
-from mqoe.device.storage import FLASH_TIMING, Storage, StorageFull, write_speed
+from mqoe.device.storage import FLASH_TIMING, IoRequest, Storage, StorageFull, write_speed
 from mqoe.engine import Event, ms, seconds, us
 from tests.conftest import make_profile
 
@@ -146,15 +146,6 @@ def test_writes_into_blocks_that_discards_emptied_pay_only_for_gc_that_was_done(
     storage.age(0.85, np.random.default_rng(1))
     ftl, timing, spec = storage.ftl, FLASH_TIMING["emmc"], phone.profile.storage
     ppb, rng = ftl.pages_per_block, np.random.default_rng(2)
-    idle_erases = [0]
-    erase_invalid = ftl.erase_invalid_blocks
-
-    def counted() -> int:  # the idle erases are free: no write waits for them
-        n = erase_invalid()
-        idle_erases[0] += n
-        return n
-
-    ftl.erase_invalid_blocks = counted  # type: ignore[method-assign]
     writer = phone.cpu.thread("writer")
     requests: list[int] = []
 
@@ -172,10 +163,11 @@ def test_writes_into_blocks_that_discards_emptied_pay_only_for_gc_that_was_done(
 
     phone.env.process(proc())
     phone.run(seconds(600))
-    assert len(requests) == 40 * 3 * ppb // 16 and idle_erases[0] >= 60
+    # The idle erases are free: no write waits for them.
+    assert len(requests) == 40 * 3 * ppb // 16 and ftl.idle_erases >= 60
     base_ns = sum(us(spec.write_us + (pages - 1) * spec.page_us) for pages in requests)
     charged_us = (storage.flash_write_ns - base_ns) / 1000
-    gc_erases = ftl.erases - idle_erases[0]
+    gc_erases = ftl.erases - ftl.idle_erases
     done_us = storage.scale * (ftl.gc_copies * timing.gc_copy_us + gc_erases * timing.erase_us)
     assert gc_erases > 30
     assert charged_us == pytest.approx(done_us, rel=0.05)
@@ -355,13 +347,12 @@ def test_fitrim_discards_only_untrimmed_free_pages_of_its_range_once() -> None:
     storage.release(lpns[10:20], discard=False)
     storage.release(lpns[60:70], discard=False)
     seen: list[list[int]] = []
-    original = storage.discard
 
-    def spy(pages: object, count: int | None = None) -> Event:
-        seen.append(np.asarray(pages).tolist())
-        return original(pages, count)  # type: ignore[arg-type]
+    def spy(request: IoRequest) -> None:
+        if request.discard:
+            seen.append(np.asarray(request.lpns).tolist())
 
-    storage.discard = spy  # type: ignore[method-assign]
+    storage.request_listener = spy
     assert storage.fitrim(0, 50) is not None
     assert storage.fitrim(0, 50) is None  # nothing freed there since
     assert storage.fitrim(50, 50) is not None

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mqoe.device.phone import Phone
+from mqoe.device.storage import IoRequest
 from mqoe.engine import Event, ms, seconds
 from mqoe.errors import UserError
 from mqoe.policies.wam import (
@@ -37,13 +38,12 @@ def setup(
     storage = phone.storage
     trimmer = Trimmer(storage, policy, screen_on=screen_on, charging=charging)
     seen: list[tuple[int, list[int]]] = []
-    original = storage.discard
 
-    def spy(lpns: object, pages: int | None = None) -> Event:
-        seen.append((phone.env.now, np.asarray(lpns).tolist()))
-        return original(lpns, pages)  # type: ignore[arg-type]
+    def spy(request: IoRequest) -> None:
+        if request.discard:
+            seen.append((phone.env.now, np.asarray(request.lpns).tolist()))
 
-    storage.discard = spy  # type: ignore[method-assign]
+    storage.request_listener = spy
     return phone, trimmer, seen
 
 

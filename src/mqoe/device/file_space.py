@@ -18,7 +18,7 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,7 @@ class _Aged:
     """A device as :meth:`FileSystem.age` left it: the FTL's state, the file space's, and
     the random generator's."""
 
-    ftl: dict[str, object]
+    ftl: Ftl
     used: npt.NDArray[np.bool_]
     free: int
     cursor: int
@@ -136,12 +136,13 @@ class FileSystem:
     scale: int
     _fs: FileSpace | None
 
-    if TYPE_CHECKING:
+    # Storage's (a compiled class's methods must exist where it is declared).
+    @property
+    def ftl(self) -> Ftl:
+        raise NotImplementedError
 
-        @property
-        def ftl(self) -> Ftl: ...
-
-        def discard(self, lpns: npt.ArrayLike, pages: int | None = None) -> Event: ...
+    def discard(self, lpns: npt.ArrayLike, pages: int | None = None) -> Event:
+        raise NotImplementedError
 
     def allocate(self, pages: int, goal: str | None = None) -> LpnArray:
         """The file system allocates a file of ``pages`` real pages: its model logical
@@ -259,7 +260,7 @@ class FileSystem:
             if key is not None:
                 fs = self._space()
                 _AGED[key] = _Aged(
-                    copy.deepcopy(ftl.__dict__),
+                    ftl.copy(),
                     fs.used.copy(),
                     fs.free,
                     fs.cursor,
@@ -269,7 +270,7 @@ class FileSystem:
                 while len(_AGED) > _AGED_MAX:
                     _AGED.pop(next(iter(_AGED)))
             return
-        ftl.__dict__.update(copy.deepcopy(aged.ftl))
+        ftl.restore(aged.ftl)
         fs = self._space()
         fs.used[:] = aged.used
         fs.free, fs.cursor, fs.cursors = aged.free, aged.cursor, dict(aged.cursors)

@@ -74,6 +74,13 @@ class FlashCost:
     erases: int
 
 
+# Every attribute of an Ftl (what restore copies; a test checks none is missing).
+_STATE = ("pages_per_block", "blocks", "physical_pages", "logical_pages", "gc_low_blocks",
+          "l2p", "p2l", "valid", "written", "erase_counts", "gc_policy", "clock", "modified",
+          "_free", "_open", "gc_frontier", "_gc_open", "_idle_work", "host_pages_written",
+          "programmed_pages", "gc_copies", "erases", "idle_erases", "discarded_pages")  # fmt: skip
+
+
 class Ftl:
     """A page-mapped FTL over ``capacity_pages`` physical 4 KB pages.
 
@@ -81,7 +88,8 @@ class Ftl:
     (physical → logical page, −1 if the page is free or invalid), ``valid`` and
     ``written`` per block (valid pages; programmed pages = the block's write pointer),
     ``erase_counts`` per block. Counters: ``host_pages_written``, ``programmed_pages``,
-    ``gc_copies``, ``erases``, ``discarded_pages``.
+    ``gc_copies``, ``erases`` (``idle_erases`` of them by :meth:`erase_invalid_blocks`),
+    ``discarded_pages``.
     """
 
     def __init__(
@@ -141,6 +149,7 @@ class Ftl:
         self.programmed_pages = 0
         self.gc_copies = 0
         self.erases = 0
+        self.idle_erases = 0  # of which erase_invalid_blocks (idle time, no copies)
         self.discarded_pages = 0
 
     # -- the host interface -------------------------------------------------------------
@@ -251,6 +260,7 @@ class Ftl:
             self.written[empty] = 0
             self.erase_counts[empty] += 1
             self.erases += len(empty)
+            self.idle_erases += len(empty)
             self._free.extend(empty.tolist())
         return len(empty)
 
@@ -258,11 +268,17 @@ class Ftl:
         """An independent copy (to benchmark a device without changing it)."""
         return copy.deepcopy(self)
 
+    def restore(self, other: Ftl) -> None:
+        """Take ``other``'s whole state (a copy of it: the two stay independent)."""
+        for name in _STATE:
+            setattr(self, name, copy.deepcopy(getattr(other, name)))
+
     def reset_counters(self) -> None:
         self.host_pages_written = 0
         self.programmed_pages = 0
         self.gc_copies = 0
         self.erases = 0
+        self.idle_erases = 0
         self.discarded_pages = 0
 
     # -- derived state ------------------------------------------------------------------

@@ -116,6 +116,9 @@ class Storage(FileSystem):
         # Told when a thread starts (what) and stops (None) waiting in fsync, so a
         # watchdog can say what a blocked thread waited on (mqoe.apps.watchdog.Waits).
         self.wait_listener: WaitListener | None = None
+        # Told of every request as it is queued (blktrace's Q events): reads, writes and
+        # discards alike, with their pages and model logical pages.
+        self.request_listener: Callable[[IoRequest], None] | None = None
         real_pages = spec.capacity_gb * _GIB_PAGES
         model_pages = ftl.physical_pages if ftl is not None else DEFAULT_CAPACITY_PAGES
         self._ftl_pages = min(model_pages, real_pages)
@@ -250,6 +253,8 @@ class Storage(FileSystem):
 
     # -- internals ----------------------------------------------------------------------
     def _enqueue(self, request: IoRequest) -> None:
+        if self.request_listener is not None:
+            self.request_listener(request)
         self._queue.append(request)
         if self._wake is not None and not self._wake.triggered:
             self._wake.succeed()
