@@ -59,6 +59,8 @@ COMPILED = (
     "mqoe.device.ftl",
     "mqoe.device.file_space",
     "mqoe.device.storage",
+    "mqoe.apps.file_churn",
+    "mqoe.policies.netpis",
     "mqoe.device.net.network",
     "mqoe.device.process",
     "mqoe.apps.system",
