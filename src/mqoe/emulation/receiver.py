@@ -125,7 +125,7 @@ class NetpisReceiverRule:
     alpha: float = 0.6
     beta: float = 0.3
     gamma: float = 0.5
-    min_rcvbuf_bytes: int = netpis.NetPisParams.min_rcvbuf_bytes  # the background's floor
+    min_rcvbuf_bytes: int = netpis.NetPisParams().min_rcvbuf_bytes  # the background's floor
     foreground_flow: str = "video"
     period_s: float = 0.01  # re-decide this often while data arrives (the paper: per packet)
     all_sockets: ClassVar[bool] = True  # phone-wide: the competitor's sink is ruled too
