@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# This interpreter, started as user nobody.
+_AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable]
+
 
 def _can_drop() -> str | None:
     if os.name != "posix" or os.geteuid() != 0:
@@ -26,8 +29,7 @@ def _can_drop() -> str | None:
     if shutil.which("setpriv") is None:
         return "needs setpriv (util-linux)"
     probe = subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-         sys.executable, "-c", "import mqoe"],
+        [*_AS_NOBODY, "-c", "import mqoe"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if probe.returncode != 0:
@@ -43,8 +45,7 @@ def skip_unless_nobody_starts_interpreters() -> None:
     if reason is not None:
         pytest.skip(reason)
     probe = subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-         sys.executable, "-c",
+        [*_AS_NOBODY, "-c",
          "import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-c', '']).returncode)"],
         capture_output=True, text=True, check=False, cwd="/",
     )  # fmt: skip
@@ -68,8 +69,7 @@ def _python_as_nobody(args: list[str], timeout_s: float) -> subprocess.Completed
     if reason is not None:
         pytest.skip(reason)
     return subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-         sys.executable, *args],
+        [*_AS_NOBODY, *args],
         capture_output=True, text=True, check=False, timeout=timeout_s, cwd="/",
     )  # fmt: skip
 

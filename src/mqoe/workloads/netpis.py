@@ -398,8 +398,8 @@ class NetPisScenario:
         if params.mode == "service":  # generous: ends early once the video has ended
             duration = seconds(params.video_s * 3 + 120)
 
-        def rebind(params: NetPisScenarioParams) -> int:
-            late[0] = params
+        def rebind(other: NetPisScenarioParams) -> int:
+            late[0] = other
             return duration  # read from early parameters only
 
         def collect() -> ScenarioOutput:
