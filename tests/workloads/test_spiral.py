@@ -101,3 +101,12 @@ def test_the_client_can_be_the_phone_on_its_receive_path() -> None:
     out = session.collect()
     assert len(out.tables["segments"]) > 10
     assert seconds(120) == phone.now_ns
+
+
+def test_a_fast_bottleneck_is_still_the_bottleneck() -> None:
+    """The servers' access links scale with the bottleneck: at 500 Mbit/s the competitor
+    fills most of the router's link, not a 100 Mbit/s access link's."""
+    params = {"duration_s": "4", "competitor_start_s": "1", "link_mbps": "500"}
+    record = run_scenario("spiral", load_profile("nexus-5"), 1, params)
+    series = record.tables["timeseries"]
+    assert series["competitor_kbps"].max() > 200_000

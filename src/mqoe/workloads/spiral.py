@@ -168,7 +168,9 @@ class Spiral:
         net = phone.net
         one_way = ms(params.rtt_ms / 4)  # two hops each way
         buffer_bytes = int(params.buffer_kbit * 1000 / 8)
-        fast = 100e6  # server access links: 100 Mbit/s, never the bottleneck
+        # Server access links: 100 Mbit/s, or ten times a faster bottleneck, so that they
+        # never are the bottleneck themselves.
+        fast = max(100e6, 10 * params.link_mbps * 1e6)
         net.add_link("video-server", "router", fast, one_way, 1 << 22)
         net.add_link("competitor", "router", fast, one_way, 1 << 22)
         net.add_link("router", "client", params.link_mbps * 1e6, one_way, buffer_bytes,
