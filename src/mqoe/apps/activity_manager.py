@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Final
 
 from mqoe.apps.catalog import CONTENT_CLASSES, AppCatalog, AppSpec
 from mqoe.device.cpu import Fair, Thread
@@ -31,13 +32,14 @@ from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ, Process
 from mqoe.engine import Event, ms, seconds
 from mqoe.engine import Process as EngineProcess
 
-MAX_CACHED = 8  # GPU-buffer study: the framework keeps at most 8 cached apps
-_CACHED_ADJ_STEP = 10  # ProcessList: consecutive cached slots 10 adj apart (Android 7+ scale)
-_TICK_NS = ms(100)  # foreground use is simulated in 100 ms steps
-_TICK_TOUCH_SHARE = 0.02  # calibration: a tick of use touches 2% of the working set
-_BG_GPU_PERIOD_NS = seconds(1)  # a background app with GPU work issues an op each second
-_BG_GPU_OP_MCYCLES = 2.0  # calibration: the CPU side of one small GPU submission
-_ALLOC_STEP_PAGES = 256  # grow memory a MiB at a time (page faults, malloc arenas)
+MAX_CACHED: Final = 8  # GPU-buffer study: the framework keeps at most 8 cached apps
+# ProcessList: consecutive cached slots 10 adj apart (Android 7+ scale)
+_CACHED_ADJ_STEP: Final = 10
+_TICK_NS: Final = ms(100)  # foreground use is simulated in 100 ms steps
+_TICK_TOUCH_SHARE: Final = 0.02  # calibration: a tick of use touches 2% of the working set
+_BG_GPU_PERIOD_NS: Final = seconds(1)  # a background app with GPU work issues an op each second
+_BG_GPU_OP_MCYCLES: Final = 2.0  # calibration: the CPU side of one small GPU submission
+_ALLOC_STEP_PAGES: Final = 256  # grow memory a MiB at a time (page faults, malloc arenas)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Final
 
 import numpy as np
 
@@ -42,10 +42,10 @@ from mqoe.device.process import (
 from mqoe.engine import Event, ms, seconds
 from mqoe.engine import Process as EngineProcess
 
-MB_PAGES = 256  # 4 KB pages per MiB
+MB_PAGES: Final = 256  # 4 KB pages per MiB
 
 # PressureGenerator targets: the onTrimMemory level it allocates until (the study's states).
-TARGET_LEVELS = {
+TARGET_LEVELS: Final = {
     "normal": TRIM_NONE,
     "moderate": TRIM_RUNNING_MODERATE,
     "low": TRIM_RUNNING_LOW,
@@ -55,11 +55,11 @@ TARGET_LEVELS = {
 # Android 10 ProcessList: consecutive cached slots are CACHED_APP_IMPORTANCE_LEVELS × 2 = 10
 # adj apart; with more processes than slots the step shrinks so every process keeps a
 # distinct adj (ActivityManager would share slots instead).
-_CACHED_ADJ_STEP = 10
+_CACHED_ADJ_STEP: Final = 10
 # An app's memory grows a page fault / malloc arena at a time, not in one request; 1 MiB
 # steps keep allocation incremental (a single huge request would wait for all its pages
 # to be free at once) without an event per page.
-_ALLOC_STEP_PAGES = MB_PAGES
+_ALLOC_STEP_PAGES: Final = MB_PAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +89,7 @@ class AppCatalogue:
 # booted, lightly used Go phone are system and GMS helpers and small apps; their PSS in
 # `dumpsys meminfo` is mostly 5–30 MB. (The always-running system processes are
 # separate: mqoe.apps.system.)
-BOOT_APPS = AppCatalogue(
+BOOT_APPS: Final = AppCatalogue(
     names=(
         "com.android.providers.calendar",
         "com.android.deskclock",
@@ -126,7 +126,7 @@ BOOT_APPS = AppCatalogue(
 # cached they hold most of it. Not yet fitted to the memory-pressure study's "8 apps gave
 # Moderate on the Nokia 1": that also depends on the system processes' baseline, which a
 # scenario adds.
-USER_APPS = AppCatalogue(
+USER_APPS: Final = AppCatalogue(
     names=(
         "com.android.chrome",
         "com.whatsapp",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -26,8 +27,8 @@ from mqoe.device.phone import Phone
 from mqoe.engine import Event, seconds
 from mqoe.policies.wam import Trimmer
 
-_KB = 1024
-_HOUR_NS = seconds(3600)
+_KB: Final = 1024
+_HOUR_NS: Final = seconds(3600)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +50,11 @@ class FileKind:
 
 
 # assumed: app caches (thumbnails, HTTP cache, logs) — small, many, cleared within hours.
-CACHE_FILES = FileKind("cache", 30.0, 256.0, 1.0, 6.0)
+CACHE_FILES: Final = FileKind("cache", 30.0, 256.0, 1.0, 6.0)
 # assumed: photos, downloads, messenger media — a few MB, kept for days.
-MEDIA_FILES = FileKind("media", 2.0, 4096.0, 0.8, 72.0)
+MEDIA_FILES: Final = FileKind("media", 2.0, 4096.0, 0.8, 72.0)
 # assumed: app installs and updates (APK + optimised dex, tens of MB), replaced in days.
-APP_FILES = FileKind("app", 0.2, 40960.0, 0.6, 96.0)
+APP_FILES: Final = FileKind("app", 0.2, 40960.0, 0.6, 96.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ constants, documented there.
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Final
 
 from mqoe.apps.system_catalog import CATALOGUE, ServiceSpec, load_catalogue
 from mqoe.device.cpu import Fair, Thread
@@ -27,8 +28,8 @@ from mqoe.engine import Event
 from mqoe.engine import Process as EngineProcess
 from mqoe.engine.draws import Draws, PyDraws
 
-MB_PAGES = 256
-_ALLOC_STEP_PAGES = MB_PAGES
+MB_PAGES: Final = 256
+_ALLOC_STEP_PAGES: Final = MB_PAGES
 
 
 class SystemService:

@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -70,8 +70,8 @@ from mqoe.engine import Event
 
 # A frame window is LITTLE-saturated when every LITTLE core was busy for at least half
 # of it (the same rule as the systrace analyser, mqoe.analysis.systrace).
-SATURATED_FRAME_FRACTION = 0.5
-_JITTER_BLOCK = 512  # lognormal multipliers drawn per numpy call
+SATURATED_FRAME_FRACTION: Final = 0.5
+_JITTER_BLOCK: Final = 512  # lognormal multipliers drawn per numpy call
 
 
 def thread_policies(android: int) -> tuple[SchedPolicy, SchedPolicy]:
@@ -164,7 +164,7 @@ class _Jitter:
 
 # -- the app ----------------------------------------------------------------------------
 
-FRAME_COLUMNS = (
+FRAME_COLUMNS: Final = (
     "app",
     "frame",
     "action",
@@ -185,9 +185,9 @@ FRAME_COLUMNS = (
     "render_runnable_ns",
     "sf_delay_ns",
 )
-_RUNNING = ThreadState.RUNNING
-_RUNNABLE = ThreadState.RUNNABLE
-_PREEMPTED = ThreadState.RUNNABLE_PREEMPTED
+_RUNNING: Final = ThreadState.RUNNING
+_RUNNABLE: Final = ThreadState.RUNNABLE
+_PREEMPTED: Final = ThreadState.RUNNABLE_PREEMPTED
 
 
 @dataclass(frozen=True, slots=True)

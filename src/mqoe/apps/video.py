@@ -37,6 +37,7 @@ import math
 from collections import deque
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from mqoe.apps.segments import LanSegments, SegmentSource
 from mqoe.apps.streaming import SegmentFetcher
@@ -46,9 +47,9 @@ from mqoe.device.process import FOREGROUND_APP_ADJ, Process
 from mqoe.engine import Event, seconds
 from mqoe.policies.abr.base import AbrRule, Download, Representation
 
-MB_PAGES = 256
-SKIPPED = -1.0  # the cost weight of a frame skipped to the next keyframe (not decoded)
-RESOLUTIONS = {240: (426, 240), 360: (640, 360), 480: (854, 480), 720: (1280, 720),
+MB_PAGES: Final = 256
+SKIPPED: Final = -1.0  # the cost weight of a frame skipped to the next keyframe (not decoded)
+RESOLUTIONS: Final = {240: (426, 240), 360: (640, 360), 480: (854, 480), 720: (1280, 720),
                1080: (1920, 1080), 1440: (2560, 1440)}  # fmt: skip
 
 
@@ -80,18 +81,18 @@ class PlayerHost:
 # MediaDecoderStateMachine skips the video to the next keyframe once the decoded video
 # ends more than LOW_VIDEO_THRESHOLD (60 ms) behind the clock
 # (DecodingState::NeedToSkipToNextKeyframe, dom/media/MediaDecoderStateMachine.cpp).
-BROWSER = PlayerHost(
+BROWSER: Final = PlayerHost(
     "browser", 160.0, 90.0, 1.0, 4, 48, 30.0,
     helpers=("Renderer", "ImageBridgeChld", "MediaDecoderStateMachine", "DOM Worker"),
     helper_cycles_per_frame=1.0e6, skip_behind_s=0.060,
 )  # fmt: skip
 # ExoPlayer drops to the next keyframe when a frame is over 500 ms late
 # (MediaCodecVideoRenderer.shouldDropBuffersToKeyframe).
-APP = PlayerHost("app", 60.0, 40.0, 0.3, 6, 24, 0.0, skip_behind_s=0.5)  # ExoPlayer-like
-HOSTS = {"browser": BROWSER, "app": APP}
+APP: Final = PlayerHost("app", 60.0, 40.0, 0.3, 6, 24, 0.0, skip_behind_s=0.5)  # ExoPlayer-like
+HOSTS: Final = {"browser": BROWSER, "app": APP}
 
 # Decode complexity relative to a travel vlog (the memory-pressure study: genres differ only in it).
-GENRES = {"travel": 1.0, "news": 0.8, "animation": 0.7, "sports": 1.3, "gaming": 1.2}
+GENRES: Final = {"travel": 1.0, "news": 0.8, "animation": 0.7, "sports": 1.3, "gaming": 1.2}
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Generator
+from typing import Final
 
 from mqoe.device.cpu import Cpu, Fair, SchedPolicy, Thread
 from mqoe.engine import Environment, Event
 
 # A Binder round trip beyond the server's own work (assumed: ~30 µs on an A53: the
 # driver's copy and two context switches), reference cycles.
-TRANSACTION_CYCLES = 50_000.0
+TRANSACTION_CYCLES: Final = 50_000.0
 
 
 class BinderPool:

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -58,14 +58,14 @@ if TYPE_CHECKING:  # pandas is imported when the table is built: a phone without
     import pandas as pd  # is built by runs that need no pandas (trace-abr)
 
 SfCpuset = Literal["little", "all", "big_when_little_saturated"]
-SF_CPUSETS: tuple[str, ...] = ("little", "all", "big_when_little_saturated")
+SF_CPUSETS: Final[tuple[str, ...]] = ("little", "all", "big_when_little_saturated")
 # Android 12 moved the BufferQueue into the app (BLASTBufferQueue): from then on
 # dequeueBuffer / queueBuffer no longer call into SurfaceFlinger.
-BLAST_ANDROID = 12
+BLAST_ANDROID: Final = 12
 
 # The panel that profile.video.surfaceflinger_cycles_per_frame is quoted for (assumed:
 # a full-HD 1080x1920 screen, the most common panel of the 2016-2018 phones profiled).
-_REFERENCE_PANEL_PX = 1080 * 1920
+_REFERENCE_PANEL_PX: Final = 1080 * 1920
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -28,8 +28,8 @@ from mqoe.device.ftl import PAGE_BYTES, Ftl, LpnArray
 from mqoe.device.profiles import StorageSpec
 from mqoe.engine import Environment, Event
 
-_ALLOC_WINDOW = 4096  # model pages the allocator scans at a time from its cursor
-_AGED_MAX = 4  # aged devices kept per process (a few MB each)
+_ALLOC_WINDOW: Final = 4096  # model pages the allocator scans at a time from its cursor
+_AGED_MAX: Final = 4  # aged devices kept per process (a few MB each)
 
 
 @dataclass(frozen=True, slots=True)

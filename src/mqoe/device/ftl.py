@@ -47,22 +47,22 @@ import copy
 import itertools
 from collections import deque
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-PAGE_BYTES = 4096
-DEFAULT_CAPACITY_PAGES = 1 << 18  # 1 GiB of 4 KB pages: a sample of the phone's flash
-DEFAULT_PAGES_PER_BLOCK = 256  # responsiveness study: 128–256 pages per erase block
-DEFAULT_OVER_PROVISIONING = 0.07  # assumed: 7% spare (GB sold vs GiB of NAND)
+PAGE_BYTES: Final = 4096
+DEFAULT_CAPACITY_PAGES: Final = 1 << 18  # 1 GiB of 4 KB pages: a sample of the phone's flash
+DEFAULT_PAGES_PER_BLOCK: Final = 256  # responsiveness study: 128–256 pages per erase block
+DEFAULT_OVER_PROVISIONING: Final = 0.07  # assumed: 7% spare (GB sold vs GiB of NAND)
 
 # Writes and discards of at most this many pages go page by page (same state, faster).
-FEW_PAGES = 16
+FEW_PAGES: Final = 16
 
 LpnArray = npt.NDArray[np.int64]
 GcPolicy = Literal["greedy", "cost-benefit"]
-GC_POLICIES: tuple[GcPolicy, ...] = ("greedy", "cost-benefit")
+GC_POLICIES: Final[tuple[GcPolicy, ...]] = ("greedy", "cost-benefit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,7 @@ class FlashCost:
 
 
 # Every attribute of an Ftl (what restore copies; a test checks none is missing).
-_STATE = ("pages_per_block", "blocks", "physical_pages", "logical_pages", "gc_low_blocks",
+_STATE: Final = ("pages_per_block", "blocks", "physical_pages", "logical_pages", "gc_low_blocks",
           "l2p", "p2l", "valid", "written", "erase_counts", "gc_policy", "clock", "modified",
           "_free", "_open", "gc_frontier", "_gc_open", "_idle_work", "host_pages_written",
           "programmed_pages", "gc_copies", "erases", "idle_erases", "discarded_pages")  # fmt: skip

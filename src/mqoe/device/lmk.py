@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, Final, Protocol
 
 from mqoe.device.cpu import Cpu, RealTime
 from mqoe.device.memory import Memory
@@ -51,18 +51,18 @@ from mqoe.device.profiles import LmkSpec
 from mqoe.engine import Environment, Event, ms
 
 # Android's ComponentCallbacks2 trim levels.
-TRIM_NONE = 0
-TRIM_RUNNING_MODERATE = 5
-TRIM_RUNNING_LOW = 10
-TRIM_RUNNING_CRITICAL = 15
-_PSI_WINDOW_NS = ms(1000)
-_PSI_POLL_NS = ms(100)
-_MTK_SMALL_RAM_PAGES = 0x40000  # totalram_pages < 1 GiB: where to_be_aggressive applies
-_SOFT_LIMIT_UNIT_PAGES = 2048  # lmkd's EIGHT_MEGA, in 4 KB pages
+TRIM_NONE: Final = 0
+TRIM_RUNNING_MODERATE: Final = 5
+TRIM_RUNNING_LOW: Final = 10
+TRIM_RUNNING_CRITICAL: Final = 15
+_PSI_WINDOW_NS: Final = ms(1000)
+_PSI_POLL_NS: Final = ms(100)
+_MTK_SMALL_RAM_PAGES: Final = 0x40000  # totalram_pages < 1 GiB: where to_be_aggressive applies
+_SOFT_LIMIT_UNIT_PAGES: Final = 2048  # lmkd's EIGHT_MEGA, in 4 KB pages
 # cmd_procprio (Android 10 lmkd.c): an app cgroup's soft limit in units of 8 MB, by the
 # lowest oom_score_adj of each band (checked from the top); below 0 (persistent): 64.
-_SOFT_LIMIT_UNITS = ((700, 0), (600, 1), (400, 0), (300, 1), (200, 8), (100, 10), (0, 20))
-_PERSISTENT_SOFT_LIMIT_UNITS = 64
+_SOFT_LIMIT_UNITS: Final = ((700, 0), (600, 1), (400, 0), (300, 1), (200, 8), (100, 10), (0, 20))
+_PERSISTENT_SOFT_LIMIT_UNITS: Final = 64
 
 
 def soft_limit_units(oom_score_adj: int) -> int:
@@ -335,7 +335,7 @@ class PsiTrigger:
 
 
 # The explicit registry (the profile's [lmk] mode names one): a new trigger is one line.
-LMK_TRIGGERS: dict[str, type[KillTrigger]] = {
+LMK_TRIGGERS: Final[dict[str, type[KillTrigger]]] = {
     "vmpressure": VmpressureTrigger,
     "minfree": MinfreeTrigger,
     "psi": PsiTrigger,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator
+from typing import Final
 
 from mqoe.device.cpu import Cpu, Fair, Thread
 from mqoe.device.lru_lists import ListLru
@@ -50,11 +51,11 @@ from mqoe.device.storage import Storage
 from mqoe.engine import Environment, Event, ms
 from mqoe.engine.draws import Draws, PyDraws
 
-PAGE_BYTES = 4096
-KERNEL_POOL = "kernel"  # the kernel_pools entry of [memory] kernel_mb
-_FAULT_STEP_PAGES = 256  # allocations fault in 1 MiB at a time
-_WRITEBACK_INTERVAL_NS = ms(5000)  # vm.dirty_writeback_centisecs = 500
-WRITEBACK_PAGES = 128  # pages per writeback request (512 KB, max_sectors_kb of eMMC)
+PAGE_BYTES: Final = 4096
+KERNEL_POOL: Final = "kernel"  # the kernel_pools entry of [memory] kernel_mb
+_FAULT_STEP_PAGES: Final = 256  # allocations fault in 1 MiB at a time
+_WRITEBACK_INTERVAL_NS: Final = ms(5000)  # vm.dirty_writeback_centisecs = 500
+WRITEBACK_PAGES: Final = 128  # pages per writeback request (512 KB, max_sectors_kb of eMMC)
 
 
 def watermarks(spec: MemorySpec) -> tuple[int, int, int]:
@@ -454,7 +455,10 @@ class Memory(Reclaim):
         done.callbacks.append(cleaned)  # type: ignore[union-attr]
 
 
-LRU_MODELS: dict[str, Callable[[Memory], LruModel]] = {"recency": RecencyLru, "lists": ListLru}
+LRU_MODELS: Final[dict[str, Callable[[Memory], LruModel]]] = {
+    "recency": RecencyLru,
+    "lists": ListLru,
+}
 
 __all__ = [
     "KERNEL_POOL",

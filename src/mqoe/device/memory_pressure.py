@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from mqoe.device.cpu import Cpu
     from mqoe.engine import Environment
 
-VMPRESSURE_WINDOW = 512  # scanned pages per vmpressure sample (mm/vmpressure.c)
-VMPRESSURE_MEDIUM = 60
-VMPRESSURE_CRITICAL = 95
+VMPRESSURE_WINDOW: Final = 512  # scanned pages per vmpressure sample (mm/vmpressure.c)
+VMPRESSURE_MEDIUM: Final = 60
+VMPRESSURE_CRITICAL: Final = 95
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mqoe.device import lru as lists
 from mqoe.device.lru_model import ReclaimBatch
@@ -36,27 +36,27 @@ if TYPE_CHECKING:
     from mqoe.device.process import Process, ProcessTable
     from mqoe.device.profiles import MemorySpec
 
-SWAP_CLUSTER_MAX = 32  # pages per reclaim batch (include/linux/swap.h)
+SWAP_CLUSTER_MAX: Final = 32  # pages per reclaim batch (include/linux/swap.h)
 # Direct reclaim starts at lists.DEF_PRIORITY and scans lru_size >> priority;
 # vmpressure_level_critical_prio = ilog2(100 / 10) (mm/vmpressure.c).
-VMPRESSURE_CRITICAL_PRIO = 3
+VMPRESSURE_CRITICAL_PRIO: Final = 3
 # A direct-reclaim pass is scanned in at most this many steps, each then checked for a
 # reclaimed batch. The kernel checks after every 32 pages of each list, but with a
 # memory cgroup per app a global pass visits every cgroup's lruvec first, so it too
 # reclaims past the batch; the steps bound the model's cost of a pass that fails.
-_PASS_STEPS = 16
+_PASS_STEPS: Final = 16
 # mem_cgroup_soft_reclaim shrinks one cgroup at most MEM_CGROUP_MAX_RECLAIM_LOOPS (100)
 # times; mem_cgroup_soft_limit_reclaim tries the next cgroup over its limit while none
 # yields anything, until its loop count passes MEM_CGROUP_MAX_SOFT_LIMIT_RECLAIM_LOOPS
 # (2): three cgroups at most (Linux 3.18 mm/memcontrol.c).
-_SOFT_RECLAIM_LOOPS = 100
-_SOFT_LIMIT_TRIES = 3
-_OOM_WAIT_NS = ms(10)  # nothing left to reclaim: wait for lmkd (congestion_wait)
+_SOFT_RECLAIM_LOOPS: Final = 100
+_SOFT_LIMIT_TRIES: Final = 3
+_OOM_WAIT_NS: Final = ms(10)  # nothing left to reclaim: wait for lmkd (congestion_wait)
 # too_many_isolated: a direct reclaimer finding more pages isolated by reclaimers than
 # the inactive list holds sleeps congestion_wait(BLK_RW_ASYNC, HZ/10) and looks again
 # (shrink_inactive_list, mm/vmscan.c). Nothing clears a congestion the model does not
 # keep, so the sleep runs its whole 100 ms.
-_ISOLATED_WAIT_NS = ms(100)
+_ISOLATED_WAIT_NS: Final = ms(100)
 
 
 class ZramStreams:

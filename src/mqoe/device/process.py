@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from mqoe.device.cpu import Thread
 from mqoe.device.lru import Lruvec
 
 # AOSP frameworks/base ProcessList.java.
-NATIVE_ADJ = -1000
-SYSTEM_ADJ = -900
-FOREGROUND_APP_ADJ = 0
-VISIBLE_APP_ADJ = 100
-PERCEPTIBLE_APP_ADJ = 200
-SERVICE_ADJ = 500
-HOME_APP_ADJ = 600
-PREVIOUS_APP_ADJ = 700
-CACHED_APP_MIN_ADJ = 900
-CACHED_APP_MAX_ADJ = 999
-ZYGOTE_PID = 2  # every app is a child of zygote (as NetPIS-S uses)
+NATIVE_ADJ: Final = -1000
+SYSTEM_ADJ: Final = -900
+FOREGROUND_APP_ADJ: Final = 0
+VISIBLE_APP_ADJ: Final = 100
+PERCEPTIBLE_APP_ADJ: Final = 200
+SERVICE_ADJ: Final = 500
+HOME_APP_ADJ: Final = 600
+PREVIOUS_APP_ADJ: Final = 700
+CACHED_APP_MIN_ADJ: Final = 900
+CACHED_APP_MAX_ADJ: Final = 999
+ZYGOTE_PID: Final = 2  # every app is a child of zygote (as NetPIS-S uses)
 
 
 def sched_group(oom_score_adj: int) -> str | None:

@@ -48,6 +48,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -59,12 +60,12 @@ from mqoe.device.ftl import DEFAULT_CAPACITY_PAGES, PAGE_BYTES, FlashCost, Ftl, 
 from mqoe.device.profiles import StorageSpec
 from mqoe.engine import Environment, Event, us
 
-MMCQD_PRIORITY = RealTime(1)  # above every fair thread, below other RT work
-MAX_REQUEST_PAGES = 128  # assumed: the block layer's max_sectors_kb = 512 KB per request
+MMCQD_PRIORITY: Final = RealTime(1)  # above every fair thread, below other RT work
+MAX_REQUEST_PAGES: Final = 128  # assumed: the block layer's max_sectors_kb = 512 KB per request
 # A scaled model charges writes the GC rate of about this many recent victims (assumed:
 # long enough to smooth single victims, short enough to follow a burst of discards).
-GC_RATE_VICTIMS = 32
-_GIB_PAGES = (1 << 30) // PAGE_BYTES
+GC_RATE_VICTIMS: Final = 32
+_GIB_PAGES: Final = (1 << 30) // PAGE_BYTES
 
 
 WaitListener = Callable[[Thread, str | None], None]

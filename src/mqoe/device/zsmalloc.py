@@ -43,22 +43,23 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 from functools import cache
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-ZS_PAGE_BYTES = 4096  # PAGE_SIZE on arm64 Android
-ZS_SIZE_CLASS_DELTA = 16  # mm/zsmalloc.c: ZS_SIZE_CLASS_DELTA = PAGE_SIZE >> CLASS_BITS
-ZS_MIN_ALLOC_SIZE = 32  # mm/zsmalloc.c: ZS_MIN_ALLOC_SIZE on 64-bit kernels
-ZS_MAX_PAGES_PER_ZSPAGE = 4  # mm/zsmalloc.c before 6.3 (ZS_MAX_ZSPAGE_ORDER = 2)
+ZS_PAGE_BYTES: Final = 4096  # PAGE_SIZE on arm64 Android
+ZS_SIZE_CLASS_DELTA: Final = 16  # mm/zsmalloc.c: ZS_SIZE_CLASS_DELTA = PAGE_SIZE >> CLASS_BITS
+ZS_MIN_ALLOC_SIZE: Final = 32  # mm/zsmalloc.c: ZS_MIN_ALLOC_SIZE on 64-bit kernels
+ZS_MAX_PAGES_PER_ZSPAGE: Final = 4  # mm/zsmalloc.c before 6.3 (ZS_MAX_ZSPAGE_ORDER = 2)
 
-_N_CLASSES = (ZS_PAGE_BYTES - ZS_MIN_ALLOC_SIZE) // ZS_SIZE_CLASS_DELTA + 1  # 255
+_N_CLASSES: Final = (ZS_PAGE_BYTES - ZS_MIN_ALLOC_SIZE) // ZS_SIZE_CLASS_DELTA + 1  # 255
 # Heap keys pack (free slots, zspage id) into one int so the min-heap compares ints:
 # fewest free slots first (the fullest zspage), then the lowest id.
-_FREE_SHIFT = 40
-_ID_MASK = (1 << _FREE_SHIFT) - 1
-_FREE_ONE = 1 << _FREE_SHIFT
-_HEAP_SLACK = 64  # stale heap entries tolerated before a class's heap is rebuilt
+_FREE_SHIFT: Final = 40
+_ID_MASK: Final = (1 << _FREE_SHIFT) - 1
+_FREE_ONE: Final = 1 << _FREE_SHIFT
+_HEAP_SLACK: Final = 64  # stale heap entries tolerated before a class's heap is rebuilt
 
 IntArray = npt.NDArray[np.int64]
 

@@ -62,11 +62,12 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from mqoe.results.atomic import atomic_write_text
 
-VARIANTS = ("original", "fg-only", "bg-only", "both", "netpis")
-ZYGOTE_PID = 2  # every Android app is forked from zygote
+VARIANTS: Final = ("original", "fg-only", "bg-only", "both", "netpis")
+ZYGOTE_PID: Final = 2  # every Android app is forked from zygote
 
 
 @dataclass(frozen=True)

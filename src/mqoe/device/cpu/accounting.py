@@ -7,7 +7,7 @@ A mixin of :class:`~mqoe.device.cpu.sched.Cpu`.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import trait
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mqoe.device.cpu.governors import FreqPolicy
     from mqoe.device.cpu.sched import Cpu
 
-UTIL_HALFLIFE_NS = 32_000_000  # PELT's load-tracking half-life (kernel/sched/pelt.c)
+UTIL_HALFLIFE_NS: Final = 32_000_000  # PELT's load-tracking half-life (kernel/sched/pelt.c)
 
 
 @trait

@@ -6,7 +6,7 @@ and sched_boost limits on what may move. A mixin of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import trait
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mqoe.device.cpu.sched import Cpu
 
 # sysctl_sched_migration_cost: a thread that ran this recently is cache-hot, not moved.
-MIGRATION_COST_NS = 500_000
+MIGRATION_COST_NS: Final = 500_000
 
 
 @trait

@@ -33,7 +33,7 @@ cluster idles through a window at its bottom step and restart on the next wake-u
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from mqoe.device.cpu import governor_core
 from mqoe.device.cpu.opp import OppTable
@@ -294,9 +294,6 @@ def _parse_pairs(text: str | float, what: str) -> list[tuple[int, float]]:
     return pairs
 
 
-_lookup = governor_core.lookup  # the value of the last (freq, value) at or below khz
-
-
 class _Windowed:
     """Shared by interactive and ondemand: a deferrable sampling timer and each CPU's
     busy share over the last window."""
@@ -442,7 +439,9 @@ class Interactive(_Windowed):
                 new = self.hispeed_freq
         new = policy.opp.clamp(new, policy.min_khz, policy.max_khz)
         rising = target >= self.hispeed_freq and new > target  # only then is the delay read
-        if rising and now - self._hispeed_validate < _lookup(self.above_hispeed_delay, target):
+        if rising and now - self._hispeed_validate < governor_core.lookup(
+            self.above_hispeed_delay, target
+        ):
             return
         self._hispeed_validate = now
         if new < self._floor_khz and now - self._floor_validate < self.min_sample_ns:
@@ -496,7 +495,7 @@ class Ondemand(_Windowed):
         policy.request(low + load * (high - low) / 100)
 
 
-GOVERNORS: dict[str, type[Any]] = {
+GOVERNORS: Final[dict[str, type[Any]]] = {
     "performance": Performance,
     "powersave": Powersave,
     "schedutil": Schedutil,

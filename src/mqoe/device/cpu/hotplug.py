@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from mqoe.engine import Timer
 from mqoe.errors import UserError
@@ -260,7 +260,7 @@ class CoreCtl(_Sampler):
         self._rearm(sum(loads.values()))
 
 
-HOTPLUGS: dict[str, type[Any]] = {"mtk_hps": MtkHps, "core_ctl": CoreCtl}
+HOTPLUGS: Final[dict[str, type[Any]]] = {"mtk_hps": MtkHps, "core_ctl": CoreCtl}
 
 
 def make_hotplug(name: str, tunables: Mapping[str, Any], where: str) -> Hotplug:

@@ -17,8 +17,10 @@ a sleeping task's stays, decaying, on the CPU it last ran on (blocked utilisatio
 
 from __future__ import annotations
 
-HALFLIFE_NS = 32_000_000  # y^32 = 1/2 with 1 ms periods (LOAD_AVG_PERIOD)
-SCALE = 1024.0  # SCHED_CAPACITY_SCALE
+from typing import Final
+
+HALFLIFE_NS: Final = 32_000_000  # y^32 = 1/2 with 1 ms periods (LOAD_AVG_PERIOD)
+SCALE: Final = 1024.0  # SCHED_CAPACITY_SCALE
 
 
 def decay(elapsed_ns: float) -> float:

@@ -7,7 +7,7 @@ select_best_cpu, select_task_rq_rt / find_lowest_rq, and the enqueue that follow
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import trait
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 # A thread busier than this on a slower core moves to an idle core of the fastest
 # cluster at wake-up (EAS's misfit 80% capacity margin; HMP's sched_upmigrate ≈ 80–95%).
-UPMIGRATE_UTIL = 0.8
+UPMIGRATE_UTIL: Final = 0.8
 
 
 @trait

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from mqoe.device.cpu.governors import FreqPolicy
     from mqoe.engine import Event, Timer
 
 # kernel/sched/core.c sched_prio_to_weight[]: nice -20 … 19 → CFS load weight.
-NICE_TO_WEIGHT = (
+NICE_TO_WEIGHT: Final = (
     88761, 71755, 56483, 46273, 36291,
     29154, 23254, 18705, 14949, 11916,
     9548, 7620, 6100, 4904, 3906,
@@ -27,8 +27,8 @@ NICE_TO_WEIGHT = (
     110, 87, 70, 56, 45,
     36, 29, 23, 18, 15,
 )  # fmt: skip
-NICE_0_WEIGHT = 1024
-_NEVER = 1 << 62  # a time (ns) never reached: no timer due, no RT limit
+NICE_0_WEIGHT: Final = 1024
+_NEVER: Final = 1 << 62  # a time (ns) never reached: no timer due, no RT limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +97,15 @@ class PreemptKind(IntEnum):
 
 # The members as module constants: the scheduler reads them on every switch, and an
 # attribute of an Enum class costs ~15× a global read (EnumType lookup, Python 3.11).
-_RUNNING = ThreadState.RUNNING
-_RUNNABLE = ThreadState.RUNNABLE
-_RUNNABLE_PREEMPTED = ThreadState.RUNNABLE_PREEMPTED
-_SLEEPING = ThreadState.SLEEPING
-_BLOCKED_IO = ThreadState.BLOCKED_IO
-_DEAD = ThreadState.DEAD
-_PREEMPT_RT = PreemptKind.RT
-_PREEMPT_WAKEUP = PreemptKind.WAKEUP
-_PREEMPT_SLICE = PreemptKind.SLICE
+_RUNNING: Final = ThreadState.RUNNING
+_RUNNABLE: Final = ThreadState.RUNNABLE
+_RUNNABLE_PREEMPTED: Final = ThreadState.RUNNABLE_PREEMPTED
+_SLEEPING: Final = ThreadState.SLEEPING
+_BLOCKED_IO: Final = ThreadState.BLOCKED_IO
+_DEAD: Final = ThreadState.DEAD
+_PREEMPT_RT: Final = PreemptKind.RT
+_PREEMPT_WAKEUP: Final = PreemptKind.WAKEUP
+_PREEMPT_SLICE: Final = PreemptKind.SLICE
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,4 +298,6 @@ class PreemptionLog:
 
 
 # PreemptionLog row fields the scheduler completes later.
-_ROW_TIME, _ROW_WAIT, _ROW_RUN = 0, 5, 6
+_ROW_TIME: Final = 0
+_ROW_WAIT: Final = 5
+_ROW_RUN: Final = 6

@@ -6,7 +6,7 @@ done, slice end, RT budget end). A mixin of :class:`~mqoe.device.cpu.sched.Cpu`.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import trait
 
@@ -38,9 +38,7 @@ from mqoe.engine import Timer
 if TYPE_CHECKING:
     from mqoe.device.cpu.sched import Cpu
 
-_DONE_EPS_CYCLES = 1e-6  # work below this is complete (float round-off of rate × time)
-_INF = math.inf
-_ceil = math.ceil
+_DONE_EPS_CYCLES: Final = 1e-6  # work below this is complete (float round-off of rate × time)
 
 
 def _leftmost(cfs: list[Thread]) -> Thread:
@@ -346,10 +344,10 @@ class SwitchMixin:
         remaining = cur._remaining
         # Conditional expressions instead of min() / max() below: this runs on every
         # switch, and they pick the same operand as the builtins would (ties included).
-        if remaining == _INF:
+        if remaining == math.inf:
             when = _NEVER  # unbounded work (a busy loop): only a slice end can stop it
         else:
-            needed = _ceil(remaining / core.rate)
+            needed = math.ceil(remaining / core.rate)
             when = now + (needed if needed > 1 else 1)
         cfs = core.cfs
         if not cur.rt_prio:

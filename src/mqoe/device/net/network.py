@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mqoe.device.net.link import Link, Packet, send
 from mqoe.device.net.stack import NetStack, Socket
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from mqoe.device.cpu import Thread
     from mqoe.device.process import Process
 
-REQUEST_BYTES = 300  # an HTTP GET with typical headers
+REQUEST_BYTES: Final = 300  # an HTTP GET with typical headers
 # The process owning a client socket on a phone, and the thread that reads it.
 Owner = tuple["Process", "Thread"]
 

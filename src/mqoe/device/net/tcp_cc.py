@@ -149,4 +149,7 @@ class Cubic:
 
 # The explicit registry (TcpConfig.congestion_control names one): a new algorithm is a
 # class with the CongestionControl hooks and one line here.
-CONGESTION_CONTROLS: dict[str, type[CongestionControl]] = {"newreno": NewReno, "cubic": Cubic}
+CONGESTION_CONTROLS: Final[dict[str, type[CongestionControl]]] = {
+    "newreno": NewReno,
+    "cubic": Cubic,
+}
