@@ -26,6 +26,8 @@ from pathlib import Path
 COMPILED = (
     "mqoe.engine.kernel",
     "mqoe.engine.process",
+    "mqoe.engine.rounding",
+    "mqoe.engine.trace",
     "mqoe.device.net.link",
     "mqoe.device.net.wifi",
     "mqoe.device.net.tcp",

@@ -31,6 +31,7 @@ from mqoe.device.phone import Phone
 from mqoe.device.process import CACHED_APP_MIN_ADJ, FOREGROUND_APP_ADJ, Process
 from mqoe.engine import Event, ms, seconds
 from mqoe.engine import Process as EngineProcess
+from mqoe.engine.rounding import round_half_even
 
 MAX_CACHED: Final = 8  # GPU-buffer study: the framework keeps at most 8 cached apps
 # ProcessList: consecutive cached slots 10 adj apart (Android 7+ scale)
@@ -146,8 +147,10 @@ class RunningApp:
             elif mode == "fg":
                 self._idle = env.event()
                 yield cpu.run(thread, fg_work)
-                file_pages = round(process.file_ws_pages * _TICK_TOUCH_SHARE)
-                anon = round((process.anon_pages + process.anon_swapped) * _TICK_TOUCH_SHARE)
+                file_pages = round_half_even(process.file_ws_pages * _TICK_TOUCH_SHARE)
+                anon = round_half_even(
+                    (process.anon_pages + process.anon_swapped) * _TICK_TOUCH_SHARE
+                )
                 yield from memory.touch(process, thread, file_pages, anon)
                 if gpu is not None:
                     gpu.submit(process)

@@ -41,6 +41,7 @@ from mqoe.device.process import (
 )
 from mqoe.engine import Event, ms, seconds
 from mqoe.engine import Process as EngineProcess
+from mqoe.engine.rounding import round_half_even
 
 MB_PAGES: Final = 256  # 4 KB pages per MiB
 
@@ -220,8 +221,8 @@ class CachedApp:
         while True:
             yield self.phone.env.timeout(period)
             share = self.wake_touch_fraction
-            file_pages = round(process.file_ws_pages * share)
-            anon_pages = round((process.anon_pages + process.anon_swapped) * share)
+            file_pages = round_half_even(process.file_ws_pages * share)
+            anon_pages = round_half_even((process.anon_pages + process.anon_swapped) * share)
             yield from memory.touch(process, thread, file_pages, anon_pages)
             self.wakeups += 1
 

@@ -25,6 +25,7 @@ from mqoe.device.file_space import StorageFull
 from mqoe.device.ftl import PAGE_BYTES, LpnArray
 from mqoe.device.phone import Phone
 from mqoe.engine import Event, seconds
+from mqoe.engine.rounding import round_half_even
 from mqoe.policies.wam import Trimmer
 
 _KB: Final = 1024
@@ -160,9 +161,9 @@ class FileChurn:
         # Log-normal with the given mean: mu = ln(mean) − σ²/2.
         mu = math.log(kind.mean_size_kb * _KB) - kind.size_sigma**2 / 2
         while True:
-            yield env.timeout(max(1, round(rng.exponential(mean_gap_ns))))
-            size_bytes = max(1, round(rng.lognormal(mu, kind.size_sigma)))
-            lifetime_ns = max(1, round(rng.exponential(kind.mean_lifetime_h * _HOUR_NS)))
+            yield env.timeout(max(1, round_half_even(rng.exponential(mean_gap_ns))))
+            size_bytes = max(1, round_half_even(rng.lognormal(mu, kind.size_sigma)))
+            lifetime_ns = max(1, round_half_even(rng.exponential(kind.mean_lifetime_h * _HOUR_NS)))
             pages = _pages(size_bytes)
             try:
                 lpns = storage.allocate(pages, goal=kind.name)

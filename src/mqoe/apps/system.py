@@ -27,6 +27,7 @@ from mqoe.device.process import Process
 from mqoe.engine import Event
 from mqoe.engine import Process as EngineProcess
 from mqoe.engine.draws import Draws, PyDraws
+from mqoe.engine.rounding import round_half_even
 
 MB_PAGES: Final = 256
 _ALLOC_STEP_PAGES: Final = MB_PAGES
@@ -81,9 +82,9 @@ class SystemService:
         burst = spec.burst_mcycles * 1e6 * self.burst_scale
         share = spec.touch_per_s * gap_s / spec.threads  # per wake, per thread
         while True:
-            yield env.timeout(max(1, round(rng.exponential(gap_s) * 1e9)))
-            file_pages = round(process.file_ws_pages * share)
-            anon_pages = round((process.anon_pages + process.anon_swapped) * share)
+            yield env.timeout(max(1, round_half_even(rng.exponential(gap_s) * 1e9)))
+            file_pages = round_half_even(process.file_ws_pages * share)
+            anon_pages = round_half_even((process.anon_pages + process.anon_swapped) * share)
             yield from memory.touch(process, thread, file_pages, anon_pages)
             yield cpu.run(thread, rng.exponential(burst))
 

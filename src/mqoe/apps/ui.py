@@ -67,6 +67,7 @@ from mqoe.device.cpu import Fair, SchedPolicy, Thread, ThreadState
 from mqoe.device.display import BufferQueue, Display, android_major
 from mqoe.device.phone import Phone
 from mqoe.engine import Event
+from mqoe.engine.rounding import round_half_even
 
 # A frame window is LITTLE-saturated when every LITTLE core was busy for at least half
 # of it (the same rule as the systrace analyser, mqoe.analysis.systrace).
@@ -327,7 +328,7 @@ class UiApp:
     def _step(self, step: StepSpec) -> Generator[Event, object, None]:
         env = self.phone.env
         self._request_ns = env.now
-        until = min(self.end_ns, env.now + round(step.duration_ms * 1e6))
+        until = min(self.end_ns, env.now + round_half_even(step.duration_ms * 1e6))
         if step.action != "idle":
             # The user touches the screen: POWER_HINT_INTERACTION. A fling carries the
             # scroller's duration (Qualcomm's scroll boost); a tap (open, back, starting
@@ -393,7 +394,7 @@ class UiApp:
         binder = step.binder_mcycles * 1e6
         work = _FrameWork(step.action, main, draw, step.io_pages, step.binder_calls, binder)
         yield from self._frame(work)
-        until = min(self.end_ns, env.now + round(step.anim_ms * 1e6))
+        until = min(self.end_ns, env.now + round_half_even(step.anim_ms * 1e6))
         relayout = self._relayout_nodes(step)
         main = c.frame_base_cycles + relayout * c.layout_cycles_per_node
         while env.now < until:
@@ -402,7 +403,7 @@ class UiApp:
     def _steady(self, step: StepSpec, until: int) -> Generator[Event, object, None]:
         """Media or a game: frames at ``fps``; a decoder thread decodes each media frame."""
         c = self.costs
-        interval = max(1, round(1e9 / step.fps / self.display.period_ns))
+        interval = max(1, round_half_even(1e9 / step.fps / self.display.period_ns))
         relayout = self._relayout_nodes(step)
         if step.decode_mcycles > 0:
             self.phone.env.process(self._decoder(step, until), self.spec.key + ":decoder")
@@ -418,7 +419,7 @@ class UiApp:
         env, cpu = self.phone.env, self.phone.cpu
         # THREAD_PRIORITY_VIDEO (nice -10, android.os.Process), as media codec callbacks run
         thread = self._thread("decoder", Fair(-10))
-        gap = round(1e9 / (step.decode_fps or step.fps))
+        gap = round_half_even(1e9 / (step.decode_fps or step.fps))
         next_ns = env.now
         while env.now < until:
             yield cpu.run(thread, step.decode_mcycles * 1e6 * self._jitter())

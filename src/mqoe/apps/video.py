@@ -45,6 +45,7 @@ from mqoe.device.cpu import Fair, Thread
 from mqoe.device.phone import Phone
 from mqoe.device.process import FOREGROUND_APP_ADJ, Process
 from mqoe.engine import Event, seconds
+from mqoe.engine.rounding import round_half_even
 from mqoe.policies.abr.base import AbrRule, Download, Representation
 
 MB_PAGES: Final = 256
@@ -212,7 +213,7 @@ class VideoPlayer:
             if offset >= elapsed:
                 break
             period = seconds(1 / self._fps_of(rep))
-            per_chunk = round(self._fps_of(rep) * self.segment_s)
+            per_chunk = round_half_even(self._fps_of(rep) * self.segment_s)
             due += min(per_chunk, -(-(elapsed - offset) // period))
         return due
 
@@ -345,7 +346,7 @@ class VideoPlayer:
             offset = seconds(chunk * self.segment_s)
             yield from self._ensure_frame_buffers(rep)
             cycles = spec.decode_cycles_per_mpixel * self._pixels(rep) / 1e6 * self.complexity
-            for j in range(round(fps * self.segment_s)):
+            for j in range(round_half_even(fps * self.segment_s)):
                 while self._decoded_frames >= self.host.queue_frames:
                     self._wake_decoder = Event(env)
                     yield self._wake_decoder

@@ -17,6 +17,7 @@ import math
 from typing import TYPE_CHECKING
 
 from mqoe.device.lru_model import FaultRead, ReclaimBatch
+from mqoe.engine.rounding import round_half_even
 
 if TYPE_CHECKING:
     from mqoe.device.memory import Memory
@@ -82,7 +83,7 @@ class RecencyLru:
         m = self.m
         spec = m.spec
         anon_share = spec.swappiness / 200 if m.zram_stored < m.zram_limit else 0.0
-        anon_target = round(target * anon_share)
+        anon_target = round_half_even(target * anon_share)
         file_target = target - anon_target
         file_target = m._scan_cache(file_target, batch)
         # Then processes, least recently used first. When one kind runs out (no file
@@ -110,7 +111,7 @@ class RecencyLru:
     def reclaim_from(self, process: Process, target: int, batch: ReclaimBatch) -> None:
         m = self.m
         room = m.zram_stored < m.zram_limit
-        anon_target = round(target * m.spec.swappiness / 200) if room else 0
+        anon_target = round_half_even(target * m.spec.swappiness / 200) if room else 0
         file_left, anon_left = self._scan([process], target - anon_target, anon_target, batch)
         if file_left and room:  # one kind ran out: the rest of the batch goes to the other
             self._scan([process], 0, file_left, batch)

@@ -377,17 +377,14 @@ class DelayLine(Scheduled, Generic[T]):
         times = self._times
         item = self._items[head]
         head += 1
-        if head == len(times):  # empty: start the lists again
-            times.clear()
-            self._seqs.clear()
-            self._items.clear()
+        # Drop the delivered in bulk (all of them when the line is empty): not a clear
+        # per delivery, whose freed lists the next put would allocate again.
+        if head >= _COMPACT_AT and 2 * head >= len(times):
+            del times[:head]
+            del self._seqs[:head]
+            del self._items[:head]
             head = 0
-        else:
-            if head >= _COMPACT_AT and 2 * head >= len(times):  # drop the delivered
-                del times[:head]
-                del self._seqs[:head]
-                del self._items[:head]
-                head = 0
+        if head < len(times):
             entry = self._entry
             entry.time_ns = times[head]
             entry.seq = self._seqs[head]
@@ -426,10 +423,7 @@ class Fifo(Generic[T]):
             raise IndexError("pop() from an empty Fifo")
         item = items[head]
         head += 1
-        if head == len(items):
-            items.clear()
-            head = 0
-        elif head >= _COMPACT_AT and 2 * head >= len(items):
+        if head >= _COMPACT_AT and 2 * head >= len(items):  # as the delay line does
             del items[:head]
             head = 0
         self._head = head

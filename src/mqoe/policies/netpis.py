@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from mqoe.engine.rounding import round_half_even
 from mqoe.results.atomic import atomic_write_text
 
 VARIANTS: Final = ("original", "fg-only", "bg-only", "both", "netpis")
@@ -340,9 +341,9 @@ class Allocator:
             return _move(rcvbuf_bytes, window_clamp_bytes, committed_bytes, own, None)
         if foreground:  # favoured: never below the kernel's size, more if it needs it
             need = max(need_bytes, process_max_need_bytes)
-            target = max(p.kernel_rcvbuf_bytes, round(need * (1 + p.alpha)))
+            target = max(p.kernel_rcvbuf_bytes, round_half_even(need * (1 + p.alpha)))
         else:
-            target = round(need_bytes * (1 - p.beta))
+            target = round_half_even(need_bytes * (1 - p.beta))
         target = min(max(target, p.min_rcvbuf_bytes), p.max_rcvbuf_bytes)
         settings = _move(rcvbuf_bytes, window_clamp_bytes, committed_bytes, target, target)
         if not (v.delayed_ack and not foreground):
@@ -351,8 +352,8 @@ class Allocator:
         usable = buffer  # during case 2 the sender sees the clamp, not it
         if clamp is not None:
             usable = min(usable, clamp)
-        bound = max(p.size_obf_bytes, round(p.gamma * usable))
-        ato = min(p.max_ato_ns, round(bound / p.size_obf_bytes * p.ato_o_ns))
+        bound = max(p.size_obf_bytes, round_half_even(p.gamma * usable))
+        ato = min(p.max_ato_ns, round_half_even(bound / p.size_obf_bytes * p.ato_o_ns))
         return (buffer, clamp, bound, ato, case1, case2)
 
 

@@ -41,16 +41,17 @@ if TYPE_CHECKING:
 _DONE_EPS_CYCLES: Final = 1e-6  # work below this is complete (float round-off of rate × time)
 
 
-def _leftmost(cfs: list[Thread]) -> Thread:
+def _leftmost(cfs: list[Thread]) -> int:
     """CFS's pick among a core's queued fair threads: the lowest vruntime, then the
-    longest queued."""
+    longest queued. Its index (the caller pops it: no second search, as ``remove``'s)."""
     best = cfs[0]
     lowest = best._vruntime
-    for t in cfs:
+    at = 0
+    for i, t in enumerate(cfs):
         vruntime = t._vruntime
         if vruntime < lowest or (vruntime == lowest and t._seq < best._seq):
-            best, lowest = t, vruntime
-    return best
+            best, lowest, at = t, vruntime, i
+    return at
 
 
 def _highest_rt(rt: list[Thread]) -> Thread:
@@ -179,8 +180,7 @@ class SwitchMixin:
         """A busy core's switch-in: its leftmost queued fair thread runs (as
         :meth:`_pick_fair` picks it, without the idle core's bookkeeping). Returns it."""
         cfs = core.cfs
-        best = _leftmost(cfs)
-        cfs.remove(best)
+        best = cfs.pop(_leftmost(cfs))
         self._n_cfs_queued -= 1
         core.current = best
         self._start_running(core, best, now)
@@ -277,8 +277,7 @@ class SwitchMixin:
         """The CFS half of :meth:`_pick_next`: the core's leftmost thread, else a pull."""
         cfs = core.cfs
         if cfs:
-            best = _leftmost(cfs)
-            cfs.remove(best)
+            best = cfs.pop(_leftmost(cfs))
             self._n_cfs_queued -= 1
             self._switch_in(core, best)
             return

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from mqoe.engine import DelayLine, Environment, Fifo
 from mqoe.engine.process import Scheduled
+from mqoe.engine.rounding import round_half_even
 
 HEADER_BYTES: Final = 40  # IPv4 + TCP headers without options (RFC 791, RFC 793)
 
@@ -131,7 +132,7 @@ class Link(Scheduled):
     def _transmit(self, packet: Packet) -> None:
         self._busy = True
         self._sending = packet
-        tx_ns = max(1, round(packet.size * self._tx_ns_per_byte))
+        tx_ns = max(1, round_half_even(packet.size * self._tx_ns_per_byte))
         self.env._push_own(tx_ns, self._entry)
 
     def _trigger(self) -> None:

@@ -32,6 +32,7 @@ from typing import Final
 from mqoe.device.net.link import Link, Packet
 from mqoe.engine import Environment
 from mqoe.engine.process import Scheduled
+from mqoe.engine.rounding import round_half_even
 
 # 802.11n, 5 GHz, 20 MHz, one spatial stream (IEEE 802.11-2012 §20; the overhead terms as
 # in Bianchi, JSAC 2000, and Jun et al., "Theoretical maximum throughput of IEEE 802.11",
@@ -134,7 +135,7 @@ class WifiMedium(Scheduled):
 
     def frame_airtime_ns(self, size_bytes: int) -> int:
         """Channel time of one frame carrying ``size_bytes`` of IP packet."""
-        return self.access_overhead_ns + round(
+        return self.access_overhead_ns + round_half_even(
             (size_bytes + self.mac_header_bytes) * self._ns_per_byte
         )
 
@@ -214,7 +215,9 @@ class WifiMedium(Scheduled):
         self.env._push_own(airtime, self._entry)  # → _idle()
 
     def _frame_ns(self, size_bytes: int) -> int:
-        return PREAMBLE_NS + round((size_bytes + self.mac_header_bytes) * self._ns_per_byte)
+        return PREAMBLE_NS + round_half_even(
+            (size_bytes + self.mac_header_bytes) * self._ns_per_byte
+        )
 
     def _trigger(self) -> None:
         """The frame or collision on the air has ended."""
