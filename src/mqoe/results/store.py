@@ -588,15 +588,19 @@ def _tagged_table(run_id: str, name: str, table: pd.DataFrame | ColumnTable) -> 
     names = table.column_names if isinstance(table, ColumnTable) else table.columns
     if any(str(column).lower() == "run_id" for column in names):
         raise ValueError(f"table {name!r} already has a run_id column; the store adds it")
-    if isinstance(table, ColumnTable):
+    ids = large_strings([run_id] * len(table))  # as pandas' str column (not pa.array:
+    if isinstance(table, ColumnTable):  # it would import pandas)
         arrow = table.direct_arrow()
-        ids = large_strings([run_id] * len(table))  # as pandas' str column (not pa.array:
-        if arrow is not None and ids is not None:  # it would import pandas)
+        if arrow is not None and ids is not None:
             return arrow.add_column(0, "run_id", ids)
         table = table.to_pandas()  # pandas decides the types, as for any DataFrame
-    tagged = table.reset_index(drop=True)
-    tagged.insert(0, "run_id", run_id)
-    return pa.Table.from_pandas(tagged, preserve_index=False)
+    # The frame's own columns as pandas converts them, on this thread (a table's
+    # conversion is milliseconds: a thread pool per call costs more than it saves),
+    # then the run id in front: not inserted into the frame (a copy of every column).
+    arrow = pa.Table.from_pandas(table, preserve_index=False, nthreads=1)
+    if ids is None:  # not UTF-8: pandas' error, as when the id was a column
+        ids = pa.array([run_id] * len(table), pa.large_string())
+    return arrow.add_column(0, "run_id", ids)
 
 
 def _read_parquet(path: Path) -> pa.Table:
