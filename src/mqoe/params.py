@@ -10,6 +10,7 @@ enough (:func:`bounds`) or where a negative value means something (:data:`NEGATI
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 import types
@@ -70,6 +71,13 @@ def constructor_parameters(component: type) -> dict[str, Any]:
     them by keyword and checks their types. There each default's type stands for the
     annotation (compiled defaults keep their types: ``99.0`` for a float, ``0`` for an
     int), and a parameter without a default is a string."""
+    return dict(_constructor_parameters(component))
+
+
+@functools.lru_cache(maxsize=256)
+def _constructor_parameters(component: type) -> dict[str, Any]:
+    """:func:`constructor_parameters`, once per class (parsing a compiled class's text
+    signature takes milliseconds, and a sweep builds its components once per run)."""
     out: dict[str, Any] = {}
     compiled = not inspect.isfunction(getattr(component, "__init__", None))
     keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
