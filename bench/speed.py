@@ -102,7 +102,10 @@ def frame_deadlines_speed(
 
 
 # The 500 Mbit/s spiral's length: 100× the packets per simulated second of the 5 Mbit/s
-# one, so a few wall seconds today (and a tenth of one at the goal).
+# one (~29k packets and 117k events per simulated second), about 0.4 wall s here. Until
+# session 36 the servers' 100 Mbit/s access links, not this bottleneck, set the rate:
+# earlier figures (17–51) were for a 100 Mbit/s run. The goal, 0.1 s, would need
+# 2.9 M packets per wall s, beyond the bare kernel's callbacks (decision 0004).
 SPIRAL_FAST_SIM_S = 10.0
 
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-# The hot kernel: event heap and processes, links and Wi-Fi, TCP's packet path, the CPU
-# scheduler (Cpu and its trait modules, threads and cores), reclaim and the recency LRU,
-# the zsmalloc pool of compressed GPU buffers (its placement loops, per object), OPP
-# lookups and the windowed governors' per-sample arithmetic (the governors themselves
-# stay interpreted: users plug in their own), processes, and the two app loops every
-# video session runs: the system services' wake-ups and the player's frame loops; and
-# the trace-driven player's per-segment loop with the ABR rules' buffer-only fast paths.
+# The hot kernel: the event heap, its trace recorder and exact float rounding, processes;
+# links, Wi-Fi and TCP's packet path; the CPU scheduler (Cpu and its trait modules,
+# threads and cores), OPP tables, governors and hotplug; memory, reclaim, the LRU models,
+# lmkd and the zsmalloc pool; storage, file space and the FTL; Binder and the display;
+# the apps' loops (system services, background and UI apps, the video player, the
+# activity manager, file churn); NetPIS's allocator; and the trace-driven player's
+# per-segment loop with the ABR rules' fast paths. Decision 0004 says what each needed.
 COMPILED = (
     "mqoe.engine.kernel",
     "mqoe.engine.process",

@@ -16,7 +16,7 @@ _TIES_AND_NEIGHBOURS = [
 ] + [math.nextafter(0.5, 0.0), -math.nextafter(0.5, 0.0), math.nextafter(-0.5, -1.0)]
 
 
-@pytest.mark.parametrize("x", _TIES_AND_NEIGHBOURS + [2.0**52 + 0.5, 2.0**53, -(2.0**60), 1e300])
+@pytest.mark.parametrize("x", [*_TIES_AND_NEIGHBOURS, 2.0**52 + 0.5, 2.0**53, -(2.0**60), 1e300])
 def test_ties_and_their_neighbours(x: float) -> None:
     assert round_half_even(x) == round(x)
 
