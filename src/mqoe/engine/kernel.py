@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any, Final, Generic, TypeVar
 
+from mypy_extensions import i64
+
 from mqoe.engine.process import _TRIGGERED, Event, Process, Scheduled
 from mqoe.engine.streams import RandomStreams
 from mqoe.engine.trace import Recorder
@@ -43,20 +45,25 @@ _FOREVER: Final = (1 << 62) - 1  # run() without a limit: later than any event
 Callback = Callable[[Any], None]
 T = TypeVar("T")
 # A list-based queue drops its delivered items once this many lead it and they are half
-# of it (amortised O(1); until then they are only unreferenced when the queue empties).
+# of it (amortised O(1); until then they stay referenced, even when the queue is empty:
+# clearing it each time it empties freed its list, which the next item allocated again).
 _COMPACT_AT: Final = 64
 
 
 class _Entry:
     """One entry of the event heap: ``item`` fires at ``time_ns``; ties are broken by
-    ``priority`` then the insertion number ``seq`` (unique, so the order is total)."""
+    ``priority`` then the insertion number ``seq`` (unique, so the order is total).
+
+    The keys are 64-bit integers (``i64``): compiled, the heap compares and moves them
+    without the tag checks of a Python int, and an instant from 2**63 ns (292 years) on
+    raises OverflowError (interpreted, the keys are plain ints)."""
 
     __slots__ = ("item", "priority", "seq", "time_ns")
 
-    def __init__(self, time_ns: int, priority: int, seq: int, item: Scheduled) -> None:
-        self.time_ns = time_ns
-        self.priority = priority
-        self.seq = seq
+    def __init__(self, time_ns: i64, priority: i64, seq: i64, item: Scheduled) -> None:
+        self.time_ns: i64 = time_ns
+        self.priority: i64 = priority
+        self.seq: i64 = seq
         self.item = item
 
 
@@ -85,7 +92,7 @@ def _heappop(heap: list[_Entry]) -> _Entry:
     return top
 
 
-def _sift_down(heap: list[_Entry], start: int, pos: int, entry: _Entry) -> None:
+def _sift_down(heap: list[_Entry], start: i64, pos: i64, entry: _Entry) -> None:
     """Put ``entry``, meant for slot ``pos``, there or on the way to the root ``start``
     where it belongs (heapq's ``_siftdown``)."""
     time_ns = entry.time_ns
@@ -100,11 +107,11 @@ def _sift_down(heap: list[_Entry], start: int, pos: int, entry: _Entry) -> None:
     heap[pos] = entry
 
 
-def _sift_up(heap: list[_Entry], pos: int, entry: _Entry) -> None:
+def _sift_up(heap: list[_Entry], pos: i64, entry: _Entry) -> None:
     """Fill slot ``pos`` with ``entry``: the smaller child moves up until a leaf is free,
     then the entry sifts down from there (heapq's bottom-up ``_siftup``: fewer
     comparisons)."""
-    end = len(heap)
+    end: i64 = len(heap)
     start = pos
     child = 2 * pos + 1
     while child < end:
