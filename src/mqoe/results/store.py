@@ -598,7 +598,7 @@ def _tagged_table(run_id: str, name: str, table: pd.DataFrame | ColumnTable) -> 
     # conversion is milliseconds: a thread pool per call costs more than it saves),
     # then the run id in front: not inserted into the frame (a copy of every column).
     arrow = pa.Table.from_pandas(table, preserve_index=False, nthreads=1)
-    if ids is None:  # not UTF-8: pandas' error, as when the id was a column
+    if ids is None:  # not UTF-8: pyarrow refuses it here, as it did in the column
         ids = pa.array([run_id] * len(table), pa.large_string())
     return arrow.add_column(0, "run_id", ids)
 
