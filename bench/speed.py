@@ -105,7 +105,7 @@ def frame_deadlines_speed(
 # one (~29k packets and 117k events per simulated second), about 0.4 wall s here. Until
 # session 36 the servers' 100 Mbit/s access links, not this bottleneck, set the rate:
 # earlier figures (17–51) were for a 100 Mbit/s run. The goal, 0.1 s, would need
-# 2.9 M packets per wall s, beyond the bare kernel's callbacks (decision 0004).
+# ~600–700 instructions per event, what the heap's pop and push alone take (decision 0004).
 SPIRAL_FAST_SIM_S = 10.0
 
 

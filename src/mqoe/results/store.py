@@ -588,8 +588,9 @@ def _tagged_table(run_id: str, name: str, table: pd.DataFrame | ColumnTable) -> 
     names = table.column_names if isinstance(table, ColumnTable) else table.columns
     if any(str(column).lower() == "run_id" for column in names):
         raise ValueError(f"table {name!r} already has a run_id column; the store adds it")
-    ids = large_strings([run_id] * len(table))  # as pandas' str column (not pa.array:
-    if isinstance(table, ColumnTable):  # it would import pandas)
+    # The run id as pandas' str column would hold it (not pa.array: it imports pandas).
+    ids = large_strings([run_id] * len(table))
+    if isinstance(table, ColumnTable):
         arrow = table.direct_arrow()
         if arrow is not None and ids is not None:
             return arrow.add_column(0, "run_id", ids)
